@@ -1,0 +1,1 @@
+"""Review data model (labels, campaigns, queues)."""

@@ -1,0 +1,3 @@
+"""Review and campaign pages."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""REST API URLs; each api module owns its own `urlpatterns`."""
+
+urlpatterns: list = []

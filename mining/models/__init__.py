@@ -1,0 +1,23 @@
+"""Mining data model: corpora, sentences, gold alignments, artefacts, runs and candidates."""
+
+from .artefacts import Artefact, ArtefactKind
+from .candidates import DocumentPairCandidate, SentencePairCandidate
+from .corpus import Corpus, Document, GoldDocumentPair, GoldSentencePair, ImportJob, Sentence
+from .runs import JobStatus, MiningRun, RunKind, RunShard
+
+__all__ = [
+    "Artefact",
+    "ArtefactKind",
+    "Corpus",
+    "Document",
+    "DocumentPairCandidate",
+    "GoldDocumentPair",
+    "GoldSentencePair",
+    "ImportJob",
+    "JobStatus",
+    "MiningRun",
+    "RunKind",
+    "RunShard",
+    "Sentence",
+    "SentencePairCandidate",
+]

@@ -1,0 +1,66 @@
+"""Sentence-pair and document-pair candidates. Written in bulk with binary COPY (see mining/copy.py)."""
+
+from django.db import models
+
+
+class SentencePairCandidate(models.Model):
+    """A candidate translation pair found by a run, with the evidence for its score."""
+
+    run = models.ForeignKey("mining.MiningRun", on_delete=models.CASCADE, related_name="sentence_pairs",
+                            db_index=False)
+    src = models.ForeignKey("mining.Sentence", on_delete=models.CASCADE, related_name="+", db_index=False)
+    tgt = models.ForeignKey("mining.Sentence", on_delete=models.CASCADE, related_name="+", db_index=False)
+    cosine = models.FloatField()
+    score = models.FloatField(help_text="Margin score (or the aligner's score).")
+    confidence = models.FloatField(null=True, blank=True, help_text="Calibrated P(GOOD).")
+    calibration = models.ForeignKey(
+        "mining.Artefact", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    rank = models.IntegerField(help_text="1 = best score in the run.")
+    strategy = models.CharField(max_length=16, blank=True)
+    filter_reason = models.CharField(max_length=32, blank=True, help_text="Pre-filter rule that fired, if any.")
+    doc_pair = models.ForeignKey(
+        "mining.DocumentPairCandidate", null=True, blank=True, on_delete=models.CASCADE, related_name="sentence_pairs",
+        db_index=False, help_text="For alignment runs: the document pair this pair came from.",
+    )
+    evidence = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "src", "tgt"], name="sent_cand_unique_pair"),
+        ]
+        indexes = [
+            models.Index(fields=["run", "rank"], name="sent_cand_run_rank"),
+            models.Index(fields=["run", "-score"], name="sent_cand_run_score"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}: {self.src_id} -> {self.tgt_id} ({self.score:.3f})"
+
+
+class DocumentPairCandidate(models.Model):
+    """A candidate translation pair of documents found by a document-matching run."""
+
+    run = models.ForeignKey("mining.MiningRun", on_delete=models.CASCADE, related_name="document_pairs",
+                            db_index=False)
+    src = models.ForeignKey("mining.Document", on_delete=models.CASCADE, related_name="+", db_index=False)
+    tgt = models.ForeignKey("mining.Document", on_delete=models.CASCADE, related_name="+", db_index=False)
+    cosine = models.FloatField()
+    score = models.FloatField()
+    confidence = models.FloatField(null=True, blank=True)
+    rank = models.IntegerField()
+    strategy = models.CharField(max_length=16, blank=True)
+    filter_reason = models.CharField(max_length=32, blank=True)
+    evidence = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "src", "tgt"], name="doc_cand_unique_pair"),
+        ]
+        indexes = [
+            models.Index(fields=["run", "rank"], name="doc_cand_run_rank"),
+            models.Index(fields=["run", "-score"], name="doc_cand_run_score"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}: doc {self.src_id} -> {self.tgt_id} ({self.score:.3f})"

@@ -1,0 +1,132 @@
+"""Corpora, documents, sentences, gold alignments and import jobs."""
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+
+from .runs import JobStatus
+
+
+class Corpus(models.Model):
+    """A named collection of documents in one or more languages."""
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    languages = ArrayField(models.CharField(max_length=16), default=list)
+    source = models.CharField(max_length=500, blank=True, help_text="Where the text came from.")
+    stats = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "corpora"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Document(models.Model):
+    """One document in one language; `external_id` is shared by translations where the source has one."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="documents")
+    lang = models.CharField(max_length=16)
+    external_id = models.CharField(max_length=500)
+    url = models.TextField(blank=True)
+    title = models.TextField(blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    n_sentences = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "lang", "external_id"], name="document_unique_ext_id"),
+        ]
+        indexes = [models.Index(fields=["corpus", "lang"], name="document_corpus_lang")]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} [{self.lang}]"
+
+
+class Sentence(models.Model):
+    """A sentence of a document; `text` is stored exactly as given."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="+", db_index=False)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="sentences", db_index=False)
+    lang = models.CharField(max_length=16)
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+    norm_hash = models.BigIntegerField(help_text="Hash of the normalised text, for dedup.")
+    detected_lang = models.CharField(max_length=16, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["document", "position"], name="sentence_unique_position"),
+        ]
+        indexes = [
+            models.Index(fields=["corpus", "lang", "id"], name="sentence_corpus_lang_id"),
+            models.Index(fields=["norm_hash"], name="sentence_norm_hash"),
+        ]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
+class GoldDocumentPair(models.Model):
+    """A known translation between two documents, from the import."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="gold_document_pairs")
+    src = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    tgt = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["src", "tgt"], name="gold_doc_pair_unique")]
+
+
+class GoldSentencePair(models.Model):
+    """A known translation between two sentences (TSV, Moses, TMX and PO imports record these)."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="gold_sentence_pairs", db_index=False)
+    src = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="+")
+    tgt = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["src", "tgt"], name="gold_sent_pair_unique")]
+        indexes = [models.Index(fields=["corpus", "id"], name="gold_sent_corpus_id")]
+
+
+class ImportJob(models.Model):
+    """One corpus import: all or nothing, with progress."""
+
+    class Format(models.TextChoices):
+        TSV = "tsv", "TSV (two columns)"
+        MOSES = "moses", "Moses (two aligned files)"
+        TMX = "tmx", "TMX 1.4"
+        JSONL = "jsonl", "JSONL documents"
+        FOLDER = "folder", "Folder of plain-text documents"
+        PO = "po", "gettext PO"
+
+    corpus_name = models.CharField(max_length=200)
+    corpus = models.ForeignKey(Corpus, null=True, blank=True, on_delete=models.SET_NULL, related_name="imports")
+    format = models.CharField(max_length=16, choices=Format.choices)
+    paths = ArrayField(models.TextField(), default=list)
+    options = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
+    stage = models.CharField(max_length=64, blank=True)
+    done = models.BigIntegerField(default=0)
+    total = models.BigIntegerField(default=0)
+    stats = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"import {self.corpus_name} ({self.format}, {self.status})"

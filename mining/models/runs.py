@@ -1,0 +1,90 @@
+"""Mining runs (sentence mining, document matching, alignment, training) and their shards."""
+
+from django.conf import settings
+from django.db import models
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+FINISHED_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+class RunKind(models.TextChoices):
+    SENTENCE = "sentence", "Sentence mining"
+    DOCUMENT = "document", "Document matching"
+    ALIGN = "align", "Sentence alignment in matched documents"
+    TRAIN_ENCODER = "train_encoder", "Train sentence encoder"
+    TRAIN_DOC_MODEL = "train_doc_model", "Train document model"
+    CALIBRATE = "calibrate", "Train calibration model"
+    APPLY_CALIBRATION = "apply_calibration", "Apply calibration to a run"
+    FINE_TUNE = "fine_tune", "Fine-tune encoder from reviews"
+
+
+class MiningRun(models.Model):
+    """One unit of background work with its parameters, live progress, timings and outcome."""
+
+    kind = models.CharField(max_length=32, choices=RunKind.choices)
+    name = models.CharField(max_length=200, blank=True)
+    src_corpus = models.ForeignKey(
+        "mining.Corpus", null=True, blank=True, on_delete=models.CASCADE, related_name="runs_as_src"
+    )
+    tgt_corpus = models.ForeignKey(
+        "mining.Corpus", null=True, blank=True, on_delete=models.CASCADE, related_name="runs_as_tgt"
+    )
+    src_lang = models.CharField(max_length=16, blank=True)
+    tgt_lang = models.CharField(max_length=16, blank=True)
+    encoder = models.ForeignKey(
+        "mining.Artefact", null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children",
+        help_text="The run this one builds on (e.g. the document run an alignment run aligns).",
+    )
+    params = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
+    stage = models.CharField(max_length=64, blank=True)
+    done = models.BigIntegerField(default=0)
+    total = models.BigIntegerField(default=0)
+    timings = models.JSONField(default=dict, blank=True)
+    stats = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    celery_task_id = models.CharField(max_length=64, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "kind"], name="run_status_kind")]
+
+    def __str__(self) -> str:
+        return self.name or f"{self.get_kind_display()} #{self.pk}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+
+class RunShard(models.Model):
+    """A finished piece of a run; a re-run skips the shards recorded here."""
+
+    run = models.ForeignKey(MiningRun, on_delete=models.CASCADE, related_name="shards")
+    stage = models.CharField(max_length=64)
+    shard_no = models.IntegerField()
+    result = models.JSONField(default=dict, blank=True)
+    finished_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "stage", "shard_no"], name="run_shard_unique"),
+        ]

@@ -1,0 +1,65 @@
+"""Live progress for long jobs, written on a separate autocommit connection.
+
+An import or run may do all its work inside one transaction (all or nothing); its progress must still be visible to
+the browser meanwhile, so it goes through a second connection that commits each update at once.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psycopg
+from django.db import connection, models
+
+
+class JobCancelled(Exception):
+    """Raised inside a job when someone asked to cancel it."""
+
+
+class ProgressReporter:
+    """Throttled `stage, done, total` updates of one job row (ImportJob or MiningRun) from inside a transaction."""
+
+    def __init__(self, model: type[models.Model], pk: int, *, min_interval: float = 0.5) -> None:
+        self._table = model._meta.db_table
+        self._pk = pk
+        self._min_interval = min_interval
+        self._last = 0.0
+        self._can_cancel = any(f.name == "cancel_requested" for f in model._meta.get_fields())
+        params = connection.get_connection_params()
+        params.pop("cursor_factory", None)
+        params.pop("context", None)
+        params.pop("prepare_threshold", None)
+        self._conn = psycopg.connect(**params, autocommit=True)
+
+    def __enter__(self) -> ProgressReporter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def update(self, *, stage: str | None = None, done: int | None = None, total: int | None = None,
+               force: bool = False) -> None:
+        """Record progress at most every `min_interval` seconds (always when `force` or the stage changes)."""
+        now = time.monotonic()
+        if not force and stage is None and now - self._last < self._min_interval:
+            return
+        self._last = now
+        sets, values = [], []
+        for column, value in (("stage", stage), ("done", done), ("total", total)):
+            if value is not None:
+                sets.append(f"{column} = %s")
+                values.append(value)
+        if sets:
+            self._conn.execute(f"UPDATE {self._table} SET {', '.join(sets)} WHERE id = %s", [*values, self._pk])
+        if self._can_cancel:
+            row = self._conn.execute(f"SELECT cancel_requested FROM {self._table} WHERE id = %s", [self._pk]).fetchone()
+            if row and row[0]:
+                raise JobCancelled(f"{self._table} {self._pk} was cancelled")
+
+    def progress(self, done: int, total: int) -> None:
+        """A `progress(done, total)` callback for the numeric core."""
+        self.update(done=done, total=total)

@@ -1,0 +1,3 @@
+"""Corpus upload pages (staff only)."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""Mining run pages: start, live progress, results."""
+
+urlpatterns: list = []

@@ -1,0 +1,5 @@
+"""pcapp: mine parallel text and review it."""
+
+from .celery import app as celery_app
+
+__all__ = ("celery_app",)

@@ -1,0 +1,11 @@
+"""The Celery app, configured from Django's settings (CELERY_ namespace)."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pcapp.settings")
+
+app = Celery("pcapp")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,112 @@
+"""Shared fixtures: users by role, a real Celery worker process, a private data folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(settings, tmp_path: Path) -> Path:
+    """Every test gets its own PCAPP_DATA_DIR."""
+    settings.PCAPP_DATA_DIR = tmp_path / "pcapp-data"
+    settings.PCAPP_DATA_DIR.mkdir()
+    return settings.PCAPP_DATA_DIR
+
+
+@pytest.fixture
+def staff_user(django_user_model):
+    return django_user_model.objects.create_user("staff", password="pw-staff-123", is_staff=True)
+
+
+@pytest.fixture
+def reviewer_user(django_user_model):
+    from pcapp.roles import reviewers_group
+
+    user = django_user_model.objects.create_user("reviewer", password="pw-reviewer-123")
+    user.groups.add(reviewers_group())
+    return user
+
+
+@pytest.fixture
+def other_user(django_user_model):
+    return django_user_model.objects.create_user("nobody", password="pw-nobody-123")
+
+
+@pytest.fixture
+def staff_client(client, staff_user):
+    client.force_login(staff_user)
+    return client
+
+
+@pytest.fixture
+def reviewer_client(client, reviewer_user):
+    client.force_login(reviewer_user)
+    return client
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, settings, _data_dir, tmp_path) -> Iterator[str]:
+    """A real `celery worker` subprocess on the real broker, reading and writing the test database.
+
+    Yields the queue name; send tasks with `.apply_async(queue=...)` or rely on the default queue override.
+    """
+    from django.db import connection
+
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    db = connection.settings_dict
+    url = f"postgres://{db['USER']}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
+    if db.get("PASSWORD"):
+        url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "PCAPP_DATA_DIR": str(settings.PCAPP_DATA_DIR),
+        "OMP_NUM_THREADS": "1",
+    }
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue
+    from pcapp.celery import app
+
+    app.conf.task_default_queue = queue
+    log_path = tmp_path / "celery-worker.log"
+    log = log_path.open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "pcapp", "worker", "-Q", queue, "-c", "1", "-P", "solo",
+         "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "INFO"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        ready = wait_for(lambda: proc.poll() is not None or "ready." in log_path.read_text(), timeout=90)
+        if not ready or proc.poll() is not None:
+            raise RuntimeError("celery worker did not start:\n" + log_path.read_text()[-4000:])
+        yield queue
+    finally:
+        app.conf.task_default_queue = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "pcapp")
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.2) -> bool:
+    """Poll `predicate` until it is truthy or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False
