@@ -1,0 +1,29 @@
+"""Enqueue a first sentence-mining run on the demo corpus (once), so a new user sees results."""
+
+from django.core.management.base import BaseCommand
+
+from mining.models import Corpus, MiningRun, RunKind
+from mining.services.mining_runs import sentence_run_params
+from mining.services.runs import run_create
+
+DEMO_CORPUS = "demo-django-ui"
+
+
+class Command(BaseCommand):
+    help = "Start an en-fr mining run on the demo corpus unless one exists."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--src", default="en")
+        parser.add_argument("--tgt", default="fr")
+
+    def handle(self, *args, src: str, tgt: str, **options):
+        corpus = Corpus.objects.filter(name=DEMO_CORPUS).first()
+        if corpus is None:
+            self.stdout.write("No demo corpus; nothing to mine.")
+            return
+        if MiningRun.objects.filter(kind=RunKind.SENTENCE, src_corpus=corpus).exists():
+            self.stdout.write("The demo corpus already has a mining run.")
+            return
+        run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, tgt_corpus=corpus, src_lang=src, tgt_lang=tgt,
+                         params=sentence_run_params({}), name=f"demo {src}-{tgt}")
+        self.stdout.write(f"Demo mining run {run.pk} ({src}-{tgt}) enqueued; watch it on the dashboard.")

@@ -1,0 +1,108 @@
+"""Sentence embeddings of a corpus side, stored as shard files in the data folder and reused when present.
+
+Layout: PCAPP_DATA_DIR/embeddings/corpus-<id>/<encoder>-v<version>/<lang>/shard-<n>.npz holding `ids` (int64) and
+`emb` (float16 to halve disk and RAM; rows L2-normalised before the cast). A shard is reused only when its ids
+match the corpus's current sentence ids for that shard, so an import into the corpus invalidates what it changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+from ..models import Artefact, Corpus, Sentence
+
+logger = logging.getLogger(__name__)
+
+SHARD_SIZE = 50_000
+
+
+def embeddings_dir(corpus: Corpus, encoder: Artefact, lang: str) -> Path:
+    """Folder of the embedding shards of one corpus side under one encoder."""
+    root = Path(settings.PCAPP_DATA_DIR) / "embeddings" / f"corpus-{corpus.pk}"
+    return root / f"{encoder.name}-v{encoder.version}" / lang
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a mining job: sentence ids (int64, ascending), their texts and detected languages."""
+
+    ids: np.ndarray
+    texts: list[str]
+    detected: list[str]
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+def side_sentences(corpus: Corpus, lang: str, *, dedup: bool = True) -> Side:
+    """The sentences of one corpus side; with `dedup`, only the first sentence of each normalised text."""
+    rows = (Sentence.objects.filter(corpus=corpus, lang=lang).order_by("id")
+            .values_list("id", "norm_hash", "text", "detected_lang"))
+    ids: list[int] = []
+    texts: list[str] = []
+    detected: list[str] = []
+    seen: set[int] = set()
+    for sid, norm_hash, text, det in rows.iterator(chunk_size=20_000):
+        if dedup:
+            if norm_hash in seen:
+                continue
+            seen.add(norm_hash)
+        ids.append(sid)
+        texts.append(text)
+        detected.append(det)
+    return Side(np.asarray(ids, dtype=np.int64), texts, detected)
+
+
+def embed_side(
+    *,
+    corpus: Corpus,
+    lang: str,
+    encoder_artefact: Artefact,
+    encode: Callable[[list[str], str], np.ndarray],
+    ids: np.ndarray,
+    texts: list[str],
+    progress: Callable[[int, int], None] | None = None,
+    shard_size: int = SHARD_SIZE,
+) -> np.ndarray:
+    """Embeddings (n, d) float32 for `ids`/`texts`, computing only shards that are not on disk yet."""
+    folder = embeddings_dir(corpus, encoder_artefact, lang)
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(ids)
+    parts: list[np.ndarray] = []
+    for shard_no, start in enumerate(range(0, n, shard_size)):
+        stop = min(n, start + shard_size)
+        path = folder / f"shard-{shard_no:05d}.npz"
+        emb = _load_shard(path, ids[start:stop])
+        if emb is None:
+            emb = np.asarray(encode(texts[start:stop], lang), dtype=np.float32)
+            _save_shard(path, ids[start:stop], emb)
+        else:
+            logger.info("reusing %s", path)
+        parts.append(emb.astype(np.float32))
+        if progress:
+            progress(stop, n)
+    if not parts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.concatenate(parts, axis=0)
+
+
+def _load_shard(path: Path, ids: np.ndarray) -> np.ndarray | None:
+    if not path.exists():
+        return None
+    with np.load(path) as data:
+        if data["ids"].shape != ids.shape or not np.array_equal(data["ids"], ids):
+            return None
+        return data["emb"].astype(np.float32)
+
+
+def _save_shard(path: Path, ids: np.ndarray, emb: np.ndarray) -> None:
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, ids=ids, emb=emb.astype(np.float16))
+    os.replace(tmp, path)
