@@ -32,7 +32,8 @@ class Command(BaseCommand):
         tgt_corpus = _corpus(o["tgt_corpus"]) if o["tgt_corpus"] else src_corpus
         for corpus, lang in ((src_corpus, o["src"]), (tgt_corpus, o["tgt"])):
             if lang not in corpus.languages:
-                raise CommandError(f"corpus '{corpus}' has no '{lang}' sentences (it has: {', '.join(corpus.languages)})")
+                have = ", ".join(corpus.languages)
+                raise CommandError(f"corpus '{corpus}' has no '{lang}' sentences (it has: {have})")
         params = sentence_run_params({
             "knn": o["knn"], "margin": o["margin"], "k": o["k"], "strategy": o["strategy"],
             "threshold": o["threshold"], "filters": not o["no_filters"],
