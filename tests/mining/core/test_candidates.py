@@ -74,11 +74,11 @@ def test_matches_loop_reference(strategy: Strategy, margin: Margin, seed: int) -
     k = 3
     got = mine_candidates(_oracle_knn(src, tgt, 5), margin=margin, k=k, strategy=strategy)
     ref = _reference(src, tgt, k, margin, strategy)
-    got_pairs = sorted(zip(got.src_idx.tolist(), got.tgt_idx.tolist()))
+    got_pairs = sorted(zip(got.src_idx.tolist(), got.tgt_idx.tolist(), strict=True))
     assert got_pairs == [(i, j) for i, j, _ in ref]
     ref_score = {(i, j): s for i, j, s in ref}
     np.testing.assert_allclose(
-        got.score, [ref_score[p] for p in zip(got.src_idx.tolist(), got.tgt_idx.tolist())], rtol=1e-4
+        got.score, [ref_score[p] for p in zip(got.src_idx.tolist(), got.tgt_idx.tolist(), strict=True)], rtol=1e-4
     )
     assert np.all(np.diff(got.score) <= 0), "candidates must be sorted by score descending"
 
@@ -90,7 +90,7 @@ def test_fields_and_threshold() -> None:
     tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
     knn = _oracle_knn(src, tgt, 4)
     cand = mine_candidates(knn, k=4)
-    assert sorted(zip(cand.src_idx.tolist(), cand.tgt_idx.tolist())) == [(i, 39 - i) for i in range(40)]
+    assert sorted(zip(cand.src_idx.tolist(), cand.tgt_idx.tolist(), strict=True)) == [(i, 39 - i) for i in range(40)]
     np.testing.assert_allclose(cand.cosine, np.sum(src[cand.src_idx] * tgt[cand.tgt_idx], axis=1), rtol=1e-5)
     np.testing.assert_allclose(cand.fwd_mean, knn.fwd_sims[cand.src_idx].mean(axis=1), rtol=1e-5)
     np.testing.assert_allclose(cand.bwd_mean, knn.bwd_sims[cand.tgt_idx].mean(axis=1), rtol=1e-5)
@@ -110,7 +110,7 @@ def test_missing_neighbours_are_ignored() -> None:
         bwd_ids=np.array([[1, -1], [0, 1]], dtype=np.int64),
     )
     cand = mine_candidates(knn, margin=Margin.ABSOLUTE, k=2)
-    assert list(zip(cand.src_idx.tolist(), cand.tgt_idx.tolist())) == [(0, 1), (1, 0)]
+    assert list(zip(cand.src_idx.tolist(), cand.tgt_idx.tolist(), strict=True)) == [(0, 1), (1, 0)]
     assert cand.rank.tolist() == [0, 1]
     # (1, 1) is source 1's forward best but target 1 is taken; (1, 0) comes only from target 0.
     assert cand.direction.tolist() == [Direction.FORWARD | Direction.BACKWARD, Direction.BACKWARD]
@@ -121,7 +121,7 @@ def test_greedy_matches_loop_on_long_chains() -> None:
     src = rng.integers(0, 30, size=400)
     tgt = rng.integers(0, 30, size=400)
     used_s, used_t, expected = set(), set(), []
-    for s, t in zip(src.tolist(), tgt.tolist()):
+    for s, t in zip(src.tolist(), tgt.tolist(), strict=True):
         ok = s not in used_s and t not in used_t
         expected.append(ok)
         if ok:
