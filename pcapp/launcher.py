@@ -71,10 +71,7 @@ class Services:
 
     def stop(self) -> None:
         if self.redis is not None:
-            try:
-                self.redis.shutdown(save=True, now=True, force=True)
-            except Exception:  # already gone
-                pass
+            self.redis._cleanup()  # saves the dataset and stops the private redis-server
             self.redis = None
         if self.postgres is not None:
             self.postgres.cleanup()
@@ -132,6 +129,7 @@ def run_app(host: str, port: int, demo: bool) -> int:
     try:
         prepare_environment(services, prefer_local=False)
         os.environ.setdefault("OMP_NUM_THREADS", os.environ.get("PCAPP_COMPUTE_THREADS", "1"))
+        (Path(os.environ["PCAPP_DATA_DIR"]) / "staticfiles").mkdir(exist_ok=True)
         _manage("migrate", "--noinput", "-v", "0")
         _manage("ensure_admin")
         worker_env = {**os.environ}

@@ -1,6 +1,7 @@
 """pcapp settings: one module, every deploy-varying value from the environment (see .env.example)."""
 
 from pathlib import Path
+from urllib.parse import unquote
 
 import environ
 
@@ -70,6 +71,8 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/pcapp")}
+# A Unix-socket directory comes percent-encoded in the URL's host (postgres://user@%2Fpath%2Fto%2Fsocket/db).
+DATABASES["default"]["HOST"] = unquote(DATABASES["default"].get("HOST") or "")
 DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
