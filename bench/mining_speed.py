@@ -1,0 +1,264 @@
+"""Mining speed benchmark: exact and IVF mining against a same-run fp32 GEMM yardstick.
+
+Synthetic data: L2-normalised d-dim embeddings around random cluster centres, with half of the
+target rows noisy copies of source rows (so mining has true pairs to find). Every stage prints
+its wall time and its peak resident memory (Linux VmHWM, reset at the start of each stage).
+
+    .venv/bin/python bench/mining_speed.py                  # 100k x 100k, 2 threads
+    .venv/bin/python bench/mining_speed.py --n 20000        # smoke run
+    .venv/bin/python bench/mining_speed.py --big            # adds 1M x 1M with IVF
+    .venv/bin/python bench/mining_speed.py --copy-dsn postgresql://...   # adds COPY of the candidates
+
+Targets (issue): exact mining (kNN both ways + margin + max-score + COPY) <= 1.2 x one fp32
+matrix product of the same shape; IVF end to end < 60 s with recall@1 >= 0.95 against exact;
+1M x 1M IVF peak memory < 8 GB. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=100_000, help="sentences per side")
+    p.add_argument("--d", type=int, default=512, help="embedding dimension")
+    p.add_argument("--k", type=int, default=4, help="neighbours (margin k)")
+    p.add_argument("--threads", type=int, default=2, help="compute threads (torch, faiss, BLAS)")
+    p.add_argument("--clusters", type=int, default=1000, help="cluster centres in the synthetic data")
+    p.add_argument("--spread", type=float, default=2.0, help="within-cluster noise (2.0: cos to centre ~0.45)")
+    p.add_argument("--pair-noise", type=float, default=1.0, help="noise of target copies (1.0: pair cos ~0.71)")
+    p.add_argument("--tile", type=int, nargs=2, default=(512, 2048), help="exact-search tile (src rows, tgt rows)")
+    p.add_argument("--nprobe", type=int, default=16)
+    p.add_argument("--nlist", type=int, default=None, help="IVF lists (default about 4 sqrt(n))")
+    p.add_argument("--sample", type=int, default=2000, help="queries per side for recall against exact")
+    p.add_argument("--skip-exact", action="store_true", help="skip the exact mining stage")
+    p.add_argument("--big", action="store_true", help="also run 1M x 1M (or --big-n) with IVF")
+    p.add_argument("--big-n", type=int, default=1_000_000)
+    p.add_argument("--copy-dsn", default=None, help="Postgres DSN: also COPY the exact candidates (temp table)")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args()
+
+
+ARGS = _parse() if __name__ == "__main__" else None
+if ARGS is not None:
+    # Thread counts must be fixed before numpy / torch / faiss load their BLAS and OpenMP runtimes.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(ARGS.threads)
+    sys.path.insert(0, str(ROOT))
+
+import faiss  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from mining.core.candidates import Strategy, mine_candidates  # noqa: E402
+from mining.core.knn import knn_both_ways, knn_both_ways_approx, knn_exact  # noqa: E402
+from mining.core.margin import Margin  # noqa: E402
+from mining.core.types import Candidates, KnnResult  # noqa: E402
+
+
+def _rss_kb(field_name: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _reset_peak() -> bool:
+    """Reset the kernel's peak-RSS mark (VmHWM); False where not allowed."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Report:
+    rows: list[tuple[str, float, float]] = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time a stage and record its peak RSS (GB)."""
+        exact_peak = _reset_peak()
+        peak = [_rss_kb("VmRSS")]
+        stop = threading.Event()
+
+        def sample() -> None:  # fallback when VmHWM cannot be reset
+            while not stop.wait(0.02):
+                peak[0] = max(peak[0], _rss_kb("VmRSS"))
+
+        sampler = None if exact_peak else threading.Thread(target=sample, daemon=True)
+        if sampler:
+            sampler.start()
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            dt = time.perf_counter() - t0
+            stop.set()
+            peak_kb = _rss_kb("VmHWM") if exact_peak else max(peak[0], _rss_kb("VmRSS"))
+            self.rows.append((name, dt, peak_kb / 2**20))
+            print(f"  {name:<44s} {dt:9.2f} s   peak RSS {peak_kb / 2**20:6.2f} GB", flush=True)
+
+    def seconds(self, name: str) -> float:
+        return next(dt for n, dt, _ in self.rows if n == name)
+
+
+def make_data(
+    n: int, d: int, clusters: int, seed: int, spread: float = 2.0, pair_noise: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(n, d) float32 source and target rows; target i < n/2 is a noisy copy of source perm[i].
+
+    Rows are centre + spread * g / sqrt(d) (g standard normal), normalised; copies add
+    pair_noise * g / sqrt(d) to their source row before normalising.
+    """
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, d), dtype=np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+
+    def side(m: int) -> np.ndarray:
+        x = np.empty((m, d), dtype=np.float32)
+        for i0 in range(0, m, 65536):
+            i1 = min(i0 + 65536, m)
+            block = centres[rng.integers(0, clusters, i1 - i0)]
+            block += rng.standard_normal((i1 - i0, d), dtype=np.float32) * np.float32(spread / np.sqrt(d))
+            x[i0:i1] = block / np.linalg.norm(block, axis=1, keepdims=True)
+        return x
+
+    src, tgt = side(n), side(n)
+    half = n // 2
+    perm = rng.permutation(n)[:half]
+    noisy = src[perm] + rng.standard_normal((half, d), dtype=np.float32) * np.float32(pair_noise / np.sqrt(d))
+    tgt[:half] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+    return src, tgt
+
+
+def gemm_yardstick(src: np.ndarray, tgt: np.ndarray, tile: tuple[int, int]) -> None:
+    """One fp32 product src @ tgt.T in the same tiles as the exact search (results discarded)."""
+    s, t = torch.from_numpy(src), torch.from_numpy(tgt)
+    ts, tt = tile
+    buf = torch.empty(min(ts, len(src)) * min(tt, len(tgt)), dtype=torch.float32)
+    for i0 in range(0, len(src), ts):
+        i1 = min(i0 + ts, len(src))
+        for j0 in range(0, len(tgt), tt):
+            j1 = min(j0 + tt, len(tgt))
+            torch.mm(s[i0:i1], t[j0:j1].T, out=buf[: (i1 - i0) * (j1 - j0)].view(i1 - i0, j1 - j0))
+
+
+def copy_candidates(dsn: str, cand: Candidates) -> int:
+    """COPY the candidates (binary) into a temporary table; the app's hook for persistence cost."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "CREATE TEMP TABLE bench_candidates (src int8, tgt int8, cosine float4, score float4, "
+            "fwd_mean float4, bwd_mean float4, rank int8, direction int2)"
+        )
+        cols = (cand.src_idx, cand.tgt_idx, cand.cosine, cand.score, cand.fwd_mean, cand.bwd_mean, cand.rank)
+        rows = zip(*(c.tolist() for c in cols), cand.direction.astype(np.int16).tolist(), strict=True)
+        with cur.copy("COPY bench_candidates FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "int8", "float4", "float4", "float4", "float4", "int8", "int2"])
+            for row in rows:
+                copy.write_row(row)
+        cur.execute("SELECT count(*) FROM bench_candidates")
+        return int(cur.fetchone()[0])
+
+
+def recall_at_1(
+    src: np.ndarray, tgt: np.ndarray, approx: KnnResult, exact: KnnResult | None, sample: int, seed: int
+) -> tuple[float, float]:
+    """Top-1 agreement of approx with exact, forward and backward, on a seeded query sample."""
+    rng = np.random.default_rng(seed + 1)
+    out = []
+    for q, b, a_ids, e_ids in (
+        (src, tgt, approx.fwd_ids, None if exact is None else exact.fwd_ids),
+        (tgt, src, approx.bwd_ids, None if exact is None else exact.bwd_ids),
+    ):
+        idx = np.sort(rng.choice(len(q), size=min(sample, len(q)), replace=False))
+        truth = e_ids[idx, 0] if e_ids is not None else knn_exact(q[idx], b, 1)[1][:, 0]
+        out.append(float(np.mean(a_ids[idx, 0] == truth)))
+    return out[0], out[1]
+
+
+def pair_recall(approx: Candidates, exact: Candidates) -> float:
+    """Share of the exact miner's pairs that the approximate miner also returns."""
+    base = np.int64(max(int(exact.tgt_idx.max(initial=0)), int(approx.tgt_idx.max(initial=0))) + 1)
+    e = exact.src_idx * base + exact.tgt_idx
+    a = approx.src_idx * base + approx.tgt_idx
+    return float(np.isin(e, a).mean()) if e.size else float("nan")
+
+
+def run_size(n: int, args: argparse.Namespace, report: Report, with_exact: bool) -> None:
+    tile = tuple(args.tile)
+    print(f"\n== {n:,} x {n:,}, d={args.d}, k={args.k}, threads={args.threads}, tile={tile} ==", flush=True)
+    with report.stage(f"{n}: make data"):
+        src, tgt = make_data(n, args.d, args.clusters, args.seed, args.spread, args.pair_noise)
+    progress: Callable[[int, int], None] | None = None
+
+    exact_knn = exact_cand = None
+    if with_exact:
+        with report.stage(f"{n}: yardstick fp32 GEMM (tiled)"):
+            gemm_yardstick(src, tgt, tile)
+        with report.stage(f"{n}: exact kNN both ways"):
+            exact_knn = knn_both_ways(src, tgt, args.k, tile=tile, progress=progress)
+        with report.stage(f"{n}: margin + max-score (exact)"):
+            exact_cand = mine_candidates(exact_knn, margin=Margin.RATIO, k=args.k, strategy=Strategy.MAX_SCORE)
+        copy_s = 0.0
+        if args.copy_dsn:
+            with report.stage(f"{n}: COPY candidates"):
+                n_rows = copy_candidates(args.copy_dsn, exact_cand)
+            copy_s = report.seconds(f"{n}: COPY candidates")
+            print(f"  COPY wrote {n_rows:,} rows")
+        gemm = report.seconds(f"{n}: yardstick fp32 GEMM (tiled)")
+        total = (
+            report.seconds(f"{n}: exact kNN both ways") + report.seconds(f"{n}: margin + max-score (exact)") + copy_s
+        )
+        gflops = 2 * n * n * args.d / gemm / 1e9
+        print(f"  yardstick GEMM: {gemm:.2f} s ({gflops:.0f} GFLOP/s)")
+        what = "kNN + margin + max-score" + (" + COPY" if args.copy_dsn else " (no COPY: pass --copy-dsn)")
+        print(f"  exact mining ({what}): {total:.2f} s = {total / gemm:.3f} x the GEMM (target <= 1.2)")
+        print(f"  exact candidates: {len(exact_cand):,}")
+
+    with report.stage(f"{n}: IVF kNN both ways (train+add+search)"):
+        approx_knn = knn_both_ways_approx(src, tgt, args.k, nlist=args.nlist, nprobe=args.nprobe, seed=args.seed)
+    with report.stage(f"{n}: margin + max-score (IVF)"):
+        approx_cand = mine_candidates(approx_knn, margin=Margin.RATIO, k=args.k, strategy=Strategy.MAX_SCORE)
+    ivf_total = report.seconds(f"{n}: IVF kNN both ways (train+add+search)") + report.seconds(
+        f"{n}: margin + max-score (IVF)"
+    )
+    with report.stage(f"{n}: recall sample (exact ground truth)"):
+        r_fwd, r_bwd = recall_at_1(src, tgt, approx_knn, exact_knn, args.sample, args.seed)
+    print(f"  IVF mining end to end: {ivf_total:.2f} s (target < 60 s at 100k), nprobe={args.nprobe}")
+    print(f"  recall@1 vs exact on {args.sample} sampled queries per side: fwd {r_fwd:.4f}, bwd {r_bwd:.4f}")
+    if exact_cand is not None:
+        found = pair_recall(approx_cand, exact_cand)
+        print(f"  IVF candidates: {len(approx_cand):,}; exact pairs also found by IVF: {found:.4f}")
+
+
+def main() -> None:
+    args = ARGS
+    assert args is not None
+    torch.set_num_threads(args.threads)
+    faiss.omp_set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, faiss {faiss.__version__}, numpy {np.__version__}, {os.cpu_count()} CPUs")
+    report = Report()
+    run_size(args.n, args, report, with_exact=not args.skip_exact)
+    if args.big:
+        run_size(args.big_n, args, report, with_exact=False)
+
+
+if __name__ == "__main__":
+    main()
