@@ -22,3 +22,15 @@ def execute_run(self, run_id: int) -> dict:
     """Execute one MiningRun of any kind; resumable (finished shards are skipped)."""
     run = MiningRun.objects.get(pk=run_id)
     return execute_run_service(run=run, task_id=self.request.id or "")
+
+
+@shared_task(name="mining.export_run")
+def export_run(run_id: int, fmt: str, mode: str = "threshold", threshold: float | None = None,
+               include_filtered: bool = False) -> dict:
+    """Write a run's kept bitext to PCAPP_DATA_DIR/exports/ (for sets too large to stream comfortably)."""
+    from .services.export import ExportFormat, KeepMode, KeepRule, export_build_file
+
+    run = MiningRun.objects.select_related("encoder").get(pk=run_id)
+    rule = KeepRule(mode=KeepMode(mode), threshold=threshold, include_filtered=include_filtered)
+    path, n = export_build_file(run=run, rule=rule, fmt=ExportFormat(fmt))
+    return {"run_id": run_id, "file": path.name, "pairs": n}

@@ -1,3 +1,111 @@
-"""Mining run pages: start, live progress, results."""
+"""Mining run pages: start a run (staff), watch its live progress, cancel it, re-run it."""
 
-urlpatterns: list = []
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from pcapp.permissions import staff_required
+
+from ..forms import RunStartForm
+from ..models import MiningRun
+from ..selectors import run_get, run_list, run_progress
+from ..services.runs import run_cancel, run_create, run_retry
+
+# htmx stops polling when it receives this status (django-htmx HttpResponseStopPolling uses it too).
+STOP_POLLING = 286
+
+
+def _get_run(pk: int) -> MiningRun:
+    try:
+        return run_get(pk=pk)
+    except MiningRun.DoesNotExist as exc:
+        raise Http404("no such run") from exc
+
+
+@require_http_methods(["GET", "POST"])
+@staff_required
+def run_start(request: HttpRequest) -> HttpResponse:
+    """The run form; a valid POST creates the run (enqueued on commit) and redirects to its page."""
+    initial = {k: request.GET[k] for k in ("src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "kind")
+               if k in request.GET}
+    form = RunStartForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        run = run_create(user=request.user, **form.run_kwargs())
+        messages.success(request, f"Run {run.pk} queued.")
+        return redirect("run-detail", pk=run.pk)
+    return render(request, "mining/run_start.html", {"form": form})
+
+
+@require_GET
+@login_required
+def run_index(request: HttpRequest) -> HttpResponse:
+    """All recent runs."""
+    return render(request, "mining/run_list.html", {"runs": run_list(limit=200)})
+
+
+@require_GET
+@login_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run page; its #run-progress fragment polls itself every second until the run ends."""
+    run = _get_run(pk)
+    return render(request, "mining/run_detail.html", {"run": run, "progress": run_progress(run=run)})
+
+
+@require_GET
+@login_required
+def run_progress_partial(request: HttpRequest, pk: int) -> HttpResponse:
+    """The #run-progress fragment; once the run has ended it is sent without the trigger and with status 286."""
+    run = _get_run(pk)
+    progress = run_progress(run=run)
+    response = render(request, "mining/run_detail.html#run-progress", {"run": run, "progress": progress})
+    if progress.finished and request.htmx:
+        response.status_code = STOP_POLLING
+    return response
+
+
+def _after_action(request: HttpRequest, run: MiningRun) -> HttpResponse:
+    if request.htmx:
+        return HttpResponseClientRedirect(reverse("run-detail", args=[run.pk]))
+    return redirect("run-detail", pk=run.pk)
+
+
+@require_POST
+@staff_required
+def run_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Ask a pending or running run to stop."""
+    run = _get_run(pk)
+    try:
+        run_cancel(run=run)
+        messages.success(request, f"Run {run.pk}: cancel requested.")
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    return _after_action(request, run)
+
+
+@require_POST
+@staff_required
+def run_retry_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Re-run a failed or cancelled run; it resumes from its finished shards."""
+    run = _get_run(pk)
+    try:
+        run_retry(run=run)
+        messages.success(request, f"Run {run.pk} queued again; it resumes where it stopped.")
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    return _after_action(request, run)
+
+
+urlpatterns = [
+    path("runs/", run_index, name="run-list"),
+    path("runs/new/", run_start, name="run-start"),
+    path("runs/<int:pk>/", run_detail, name="run-detail"),
+    path("runs/<int:pk>/progress/", run_progress_partial, name="run-progress"),
+    path("runs/<int:pk>/cancel/", run_cancel_view, name="run-cancel"),
+    path("runs/<int:pk>/retry/", run_retry_view, name="run-retry"),
+]

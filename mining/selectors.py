@@ -1,0 +1,289 @@
+"""Reads of the mining app: run progress, candidate lists, score histograms, run comparison, the dashboard.
+
+Every function here reads only; each list is a fixed number of queries whatever the table size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.apps import apps
+from django.db import connection, models
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from .models import Corpus, JobStatus, MiningRun, SentencePairCandidate
+
+GOOD, BAD = "GOOD", "BAD"
+
+
+def label_model() -> type[models.Model] | None:
+    """annotation.Label when the annotation app has it (verdict GOOD/BAD, FK sentence_pair), else None."""
+    try:
+        return apps.get_model("annotation", "Label")
+    except LookupError:
+        return None
+
+
+# --- runs -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """What the run page shows while a run works: stage, done/total, elapsed seconds, items per second."""
+
+    status: str
+    stage: str
+    done: int
+    total: int
+    elapsed_s: float | None
+    rate: float | None
+    percent: float | None
+    finished: bool
+
+
+def run_progress(*, run: MiningRun, now: datetime | None = None) -> RunProgress:
+    """Progress of a run from its row: the rate is the current stage's done over the time spent in that stage."""
+    now = now or timezone.now()
+    elapsed = None
+    if run.started_at is not None:
+        elapsed = max(0.0, ((run.finished_at or now) - run.started_at).total_seconds())
+    rate = None
+    if elapsed is not None and run.done > 0:
+        spent_before = sum(float(v) for k, v in (run.timings or {}).items() if k != run.stage)
+        stage_time = elapsed - spent_before
+        rate = run.done / stage_time if stage_time > 0 else None
+    percent = 100.0 * run.done / run.total if run.total > 0 else None
+    return RunProgress(status=run.status, stage=run.stage, done=run.done, total=run.total, elapsed_s=elapsed,
+                       rate=rate, percent=min(percent, 100.0) if percent is not None else None,
+                       finished=run.is_finished)
+
+
+def run_get(*, pk: int) -> MiningRun:
+    """One run with its corpora and encoder (one query)."""
+    return MiningRun.objects.select_related("src_corpus", "tgt_corpus", "encoder", "parent").get(pk=pk)
+
+
+def run_list(*, limit: int = 50) -> QuerySet[MiningRun]:
+    """Recent runs with corpora and encoder joined."""
+    return MiningRun.objects.select_related("src_corpus", "tgt_corpus", "encoder").order_by("-created_at")[:limit]
+
+
+def run_threshold(run: MiningRun) -> float | None:
+    """The threshold the run was started with (None keeps every candidate)."""
+    value = (run.params or {}).get("threshold")
+    return float(value) if value is not None else None
+
+
+# --- candidates -------------------------------------------------------------------------------------------------
+
+
+def kept_q(*, threshold: float | None, include_filtered: bool = False) -> Q:
+    """Candidates a threshold keeps: score >= threshold and (unless asked) no pre-filter rejection."""
+    q = Q()
+    if threshold is not None:
+        q &= Q(score__gte=threshold)
+    if not include_filtered:
+        q &= Q(filter_reason="")
+    return q
+
+
+def annotate_labels(qs: QuerySet[SentencePairCandidate]) -> QuerySet[SentencePairCandidate]:
+    """Add n_good / n_bad (labels of this candidate) as correlated subqueries: still one query."""
+    label = label_model()
+    if label is None:
+        return qs.annotate(n_good=models.Value(0, output_field=models.IntegerField()),
+                           n_bad=models.Value(0, output_field=models.IntegerField()))
+
+    def count(verdict: str) -> models.Subquery:
+        sub = (label.objects.filter(sentence_pair=OuterRef("pk"), verdict=verdict).order_by()
+               .values("sentence_pair").annotate(c=Count("pk")).values("c"))
+        return models.functions.Coalesce(models.Subquery(sub, output_field=models.IntegerField()), 0)
+
+    return qs.annotate(n_good=count(GOOD), n_bad=count(BAD))
+
+
+def filter_by_label(qs: QuerySet[SentencePairCandidate], state: str) -> QuerySet[SentencePairCandidate]:
+    """unlabelled / good / bad (majority of this candidate's labels; a tie is neither)."""
+    if not state:
+        return qs
+    label = label_model()
+    if label is None:
+        return qs if state == "unlabelled" else qs.none()
+    if state == "unlabelled":
+        return qs.filter(~Exists(label.objects.filter(sentence_pair=OuterRef("pk"))))
+    if state == "good":
+        return qs.filter(n_good__gt=models.F("n_bad"))
+    if state == "bad":
+        return qs.filter(n_bad__gt=models.F("n_good"))
+    raise ValueError(f"unknown label state {state!r}")
+
+
+def candidate_queryset(*, run: MiningRun, filters: dict[str, Any]) -> QuerySet[SentencePairCandidate]:
+    """A run's candidates, filtered, with both sentences joined and label counts, in rank order."""
+    qs = SentencePairCandidate.objects.filter(run=run)
+    if filters.get("min_score") is not None:
+        qs = qs.filter(score__gte=filters["min_score"])
+    if filters.get("max_score") is not None:
+        qs = qs.filter(score__lte=filters["max_score"])
+    reason = (filters.get("filter_reason") or "").strip()
+    if reason:
+        qs = qs.filter(filter_reason="" if reason == "none" else reason)
+    text = (filters.get("q") or "").strip()
+    if text:
+        qs = qs.filter(Q(src__text__icontains=text) | Q(tgt__text__icontains=text))
+    qs = annotate_labels(qs)
+    qs = filter_by_label(qs, filters.get("label") or "")
+    return qs.select_related("src", "tgt").order_by("rank")
+
+
+@dataclass(frozen=True)
+class CandidatePage:
+    items: list[SentencePairCandidate]
+    next_after: int | None
+
+
+def candidate_page(*, run: MiningRun, filters: dict[str, Any], after: int | None = None,
+                   size: int = 50) -> CandidatePage:
+    """One keyset page (rank > after) of a run's candidates: one query, uses the (run, rank) index."""
+    qs = candidate_queryset(run=run, filters=filters)
+    if after:
+        qs = qs.filter(rank__gt=after)
+    items = list(qs[: size + 1])
+    next_after = items[size - 1].rank if len(items) > size else None
+    return CandidatePage(items=items[:size], next_after=next_after)
+
+
+def filter_reasons(*, run: MiningRun) -> list[tuple[str, int]]:
+    """(rule name, how many candidates it rejected), most frequent first."""
+    rows = (SentencePairCandidate.objects.filter(run=run).exclude(filter_reason="").order_by()
+            .values_list("filter_reason").annotate(n=Count("pk")).order_by("-n"))
+    return [(r, n) for r, n in rows]
+
+
+# --- histogram and yield ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScoreHistogram:
+    """Score distribution in equal-width bins: edges (bins+1,), all and kept (unfiltered) counts per bin."""
+
+    edges: list[float]
+    counts: list[int]
+    kept_counts: list[int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+    def yield_curve(self) -> list[tuple[float, int]]:
+        """(threshold, pairs kept) at each bin's lower edge: unfiltered pairs scoring at least the threshold."""
+        out, running = [], 0
+        for i in range(len(self.kept_counts) - 1, -1, -1):
+            running += self.kept_counts[i]
+            out.append((self.edges[i], running))
+        return out[::-1]
+
+
+def score_histogram(*, run: MiningRun, bins: int = 40) -> ScoreHistogram:
+    """One aggregate query (width_bucket over [min, max]); never loads the rows."""
+    table = SentencePairCandidate._meta.db_table
+    sql = f"""
+        WITH b AS (SELECT min(score) AS lo, max(score) AS hi FROM {table} WHERE run_id = %s)
+        SELECT b.lo, b.hi, least(width_bucket(c.score, b.lo, b.hi + 1e-9, %s), %s) AS bucket,
+               count(*), count(*) FILTER (WHERE c.filter_reason = '')
+        FROM {table} c CROSS JOIN b WHERE c.run_id = %s GROUP BY b.lo, b.hi, bucket ORDER BY bucket
+    """
+    with connection.cursor() as cur:
+        cur.execute(sql, [run.pk, bins, bins, run.pk])
+        rows = cur.fetchall()
+    if not rows:
+        return ScoreHistogram(edges=[], counts=[], kept_counts=[])
+    lo, hi = float(rows[0][0]), float(rows[0][1])
+    width = (hi + 1e-9 - lo) / bins
+    edges = [lo + i * width for i in range(bins + 1)]
+    counts, kept = [0] * bins, [0] * bins
+    for _, _, bucket, n, n_kept in rows:
+        counts[int(bucket) - 1] += n
+        kept[int(bucket) - 1] += n_kept
+    return ScoreHistogram(edges=edges, counts=counts, kept_counts=kept)
+
+
+# --- comparison -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    kept_a: int
+    kept_b: int
+    overlap: int
+    labelled_a: int
+    good_a: int
+    labelled_b: int
+    good_b: int
+
+    @staticmethod
+    def _ratio(num: int, den: int) -> float | None:
+        return num / den if den else None
+
+    @property
+    def precision_a(self) -> float | None:
+        return self._ratio(self.good_a, self.labelled_a)
+
+    @property
+    def precision_b(self) -> float | None:
+        return self._ratio(self.good_b, self.labelled_b)
+
+    @property
+    def jaccard(self) -> float | None:
+        return self._ratio(self.overlap, self.kept_a + self.kept_b - self.overlap)
+
+
+def _pair_label_counts(kept: QuerySet[SentencePairCandidate]) -> tuple[int, int]:
+    """(labelled, GOOD) among kept pairs, judging a (src, tgt) pair by labels on any run's candidate for it.
+
+    A pair counts as GOOD when it has more GOOD than BAD labels.
+    """
+    label = label_model()
+    if label is None:
+        return 0, 0
+
+    def count(verdict: str) -> models.Func:
+        sub = (label.objects.filter(sentence_pair__src=OuterRef("src"), sentence_pair__tgt=OuterRef("tgt"),
+                                    verdict=verdict).order_by().values("verdict").annotate(c=Count("pk"))
+               .values("c"))
+        return models.functions.Coalesce(models.Subquery(sub, output_field=models.IntegerField()), 0)
+
+    agg = kept.annotate(g=count(GOOD), b=count(BAD)).aggregate(
+        labelled=Count("pk", filter=Q(g__gt=0) | Q(b__gt=0)), good=Count("pk", filter=Q(g__gt=models.F("b"))),
+    )
+    return agg["labelled"], agg["good"]
+
+
+def run_compare(*, a: MiningRun, b: MiningRun, threshold_a: float | None, threshold_b: float | None) -> RunComparison:
+    """Overlap of the pairs two runs keep (matched on (src, tgt) sentence ids) and each one's precision on labels."""
+    kept_a = SentencePairCandidate.objects.filter(kept_q(threshold=threshold_a), run=a)
+    kept_b = SentencePairCandidate.objects.filter(kept_q(threshold=threshold_b), run=b)
+    overlap = kept_a.filter(Exists(kept_b.filter(src=OuterRef("src"), tgt=OuterRef("tgt")))).count()
+    labelled_a, good_a = _pair_label_counts(kept_a)
+    labelled_b, good_b = _pair_label_counts(kept_b)
+    return RunComparison(kept_a=kept_a.count(), kept_b=kept_b.count(), overlap=overlap, labelled_a=labelled_a,
+                         good_a=good_a, labelled_b=labelled_b, good_b=good_b)
+
+
+# --- dashboard --------------------------------------------------------------------------------------------------
+
+
+def dashboard_data(*, user: Any) -> dict[str, Any]:
+    """Corpora, recent runs with candidate counts, and what needs attention (failed or stalled runs)."""
+    runs = list(
+        run_list(limit=20)
+    )
+    corpora = list(Corpus.objects.order_by("name")[:50])
+    attention = list(
+        MiningRun.objects.filter(status=JobStatus.FAILED, finished_at__gte=timezone.now() - timezone.timedelta(days=7))
+        .select_related("src_corpus", "tgt_corpus", "encoder").order_by("-finished_at")[:10]
+    )
+    return {"runs": runs, "corpora": corpora, "attention_runs": attention}

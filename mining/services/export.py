@@ -1,0 +1,216 @@
+"""Export a run's kept bitext as TSV, Moses, TMX 1.4 or JSONL with provenance (run, encoder, scores, labels).
+
+Rows are read with a server-side cursor in chunks, so a stream or a file of any size uses constant memory.
+Large sets are written by the `mining.export_run` task to PCAPP_DATA_DIR/exports/ (temporary file, then os.replace).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import os
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from django.conf import settings
+from django.db import models
+from django.db.models import QuerySet
+
+from ..models import MiningRun, SentencePairCandidate
+from ..selectors import annotate_labels, kept_q, run_threshold
+
+CHUNK = 2000
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_FILE_NAME = re.compile(r"^run(\d+)-[a-z0-9]+-[0-9a-f]{10}\.(tsv|tmx|jsonl|zip)$")
+
+
+class ExportFormat(enum.Enum):
+    TSV = "tsv"
+    MOSES = "moses"
+    TMX = "tmx"
+    JSONL = "jsonl"
+
+
+class KeepMode(enum.Enum):
+    THRESHOLD = "threshold"  # score >= threshold
+    GOOD = "good"  # more GOOD than BAD labels
+    BOTH = "both"  # both of the above
+
+
+@dataclass(frozen=True)
+class KeepRule:
+    """Which candidates an export keeps; `threshold` None means the run's own threshold (or none)."""
+
+    mode: KeepMode = KeepMode.THRESHOLD
+    threshold: float | None = None
+    include_filtered: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode.value, "threshold": self.threshold, "include_filtered": self.include_filtered}
+
+
+def export_queryset(*, run: MiningRun, rule: KeepRule) -> QuerySet:
+    """The kept candidates as value rows (one query, streamed with `.iterator()`), in rank order."""
+    threshold = rule.threshold if rule.threshold is not None else run_threshold(run)
+    use_threshold = rule.mode in (KeepMode.THRESHOLD, KeepMode.BOTH)
+    qs = SentencePairCandidate.objects.filter(
+        kept_q(threshold=threshold if use_threshold else None, include_filtered=rule.include_filtered), run=run
+    )
+    qs = annotate_labels(qs)
+    if rule.mode in (KeepMode.GOOD, KeepMode.BOTH):
+        qs = qs.filter(n_good__gt=models.F("n_bad"))
+    return qs.order_by("rank").values_list(
+        "rank", "src_id", "tgt_id", "src__text", "tgt__text", "score", "cosine", "confidence", "filter_reason",
+        "n_good", "n_bad",
+    )
+
+
+def _rows(run: MiningRun, rule: KeepRule) -> Iterator[tuple]:
+    return export_queryset(run=run, rule=rule).iterator(chunk_size=CHUNK)
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
+
+
+def _label(n_good: int, n_bad: int) -> str:
+    if n_good > n_bad:
+        return "GOOD"
+    if n_bad > n_good:
+        return "BAD"
+    return "" if n_good == 0 else "TIE"
+
+
+def _tsv(run: MiningRun, rule: KeepRule) -> Iterator[str]:
+    """src, tgt, score, cosine, confidence, label: one pair per line, tabs and newlines in text become spaces."""
+    for _rank, _s, _t, src, tgt, score, cos, conf, _f, g, b in _rows(run, rule):
+        conf_s = "" if conf is None else f"{conf:.4f}"
+        yield f"{_one_line(src)}\t{_one_line(tgt)}\t{score:.6f}\t{cos:.6f}\t{conf_s}\t{_label(g, b)}\n"
+
+
+def _moses(run: MiningRun, rule: KeepRule, side: str) -> Iterator[str]:
+    """One side of the bitext, one sentence per line (line n of both sides is pair n)."""
+    column = 3 if side == "src" else 4
+    for row in _rows(run, rule):
+        yield _one_line(row[column]) + "\n"
+
+
+def _xml(text: str) -> str:
+    return escape(_XML_INVALID.sub("", text))
+
+
+def _encoder_name(run: MiningRun) -> str:
+    return str(run.encoder) if run.encoder_id else settings.PCAPP_DEFAULT_ENCODER
+
+
+def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
+    """TMX 1.4 with one <tu> per pair and its provenance in <prop type="x-...">."""
+    yield '<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4">\n'
+    yield (f'<header creationtool="pcapp" creationtoolversion="1" segtype="sentence" o-tmf="pcapp" '
+           f'adminlang="en" srclang={quoteattr(run.src_lang)} datatype="plaintext">\n'
+           f'<prop type="x-run">{run.pk}</prop><prop type="x-encoder">{_xml(_encoder_name(run))}</prop>'
+           f'<prop type="x-keep">{_xml(json.dumps(rule.as_dict()))}</prop>\n</header>\n<body>\n')
+    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b in _rows(run, rule):
+        props = [("x-run", run.pk), ("x-rank", rank), ("x-score", f"{score:.6f}"), ("x-cosine", f"{cos:.6f}"),
+                 ("x-src-id", s_id), ("x-tgt-id", t_id), ("x-good", g), ("x-bad", b)]
+        if conf is not None:
+            props.append(("x-confidence", f"{conf:.4f}"))
+        if reason:
+            props.append(("x-filter", reason))
+        prop_xml = "".join(f'<prop type="{t}">{_xml(str(v))}</prop>' for t, v in props)
+        yield (f'<tu tuid="{run.pk}-{rank}">{prop_xml}'
+               f"<tuv xml:lang={quoteattr(run.src_lang)}><seg>{_xml(src)}</seg></tuv>"
+               f"<tuv xml:lang={quoteattr(run.tgt_lang)}><seg>{_xml(tgt)}</seg></tuv></tu>\n")
+    yield "</body>\n</tmx>\n"
+
+
+def _jsonl(run: MiningRun, rule: KeepRule) -> Iterator[str]:
+    """One JSON object per pair with its provenance."""
+    encoder = _encoder_name(run)
+    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b in _rows(run, rule):
+        yield json.dumps({
+            "run": run.pk, "encoder": encoder, "src_lang": run.src_lang, "tgt_lang": run.tgt_lang, "rank": rank,
+            "src_id": s_id, "tgt_id": t_id, "src": src, "tgt": tgt, "score": score, "cosine": cos,
+            "confidence": conf, "filter_reason": reason, "labels": {"good": g, "bad": b},
+        }, ensure_ascii=False) + "\n"
+
+
+def export_stream(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> Iterator[str]:
+    """The export as text chunks (Moses: one `side`, 'src' or 'tgt')."""
+    if fmt is ExportFormat.TSV:
+        return _tsv(run, rule)
+    if fmt is ExportFormat.MOSES:
+        if side not in ("src", "tgt"):
+            raise ValueError("Moses side must be 'src' or 'tgt'")
+        return _moses(run, rule, side)
+    if fmt is ExportFormat.TMX:
+        return _tmx(run, rule)
+    return _jsonl(run, rule)
+
+
+def export_filename(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str | None = None) -> str:
+    """A download name such as `run12-en-fr-threshold.tmx`."""
+    base = f"run{run.pk}-{run.src_lang}-{run.tgt_lang}-{rule.mode.value}"
+    if fmt is ExportFormat.MOSES:
+        return f"{base}.{run.src_lang if side == 'src' else run.tgt_lang}" if side else f"{base}.zip"
+    return f"{base}.{fmt.value}"
+
+
+def exports_dir() -> Path:
+    return Path(settings.PCAPP_DATA_DIR) / "exports"
+
+
+def export_file_path(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> Path:
+    """Where the task writes this export (deterministic: the same request reuses the same file)."""
+    digest = hashlib.sha1(json.dumps([fmt.value, rule.as_dict()], sort_keys=True).encode()).hexdigest()[:10]
+    ext = "zip" if fmt is ExportFormat.MOSES else fmt.value
+    return exports_dir() / f"run{run.pk}-{fmt.value}-{digest}.{ext}"
+
+
+def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> tuple[Path, int]:
+    """Write the export to its file (temporary name, then os.replace); returns (path, pairs written)."""
+    path = export_file_path(run=run, rule=rule, fmt=fmt)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    n = 0
+    if fmt is ExportFormat.MOSES:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for side in ("src", "tgt"):
+                with zf.open(export_filename(run=run, rule=rule, fmt=fmt, side=side), "w") as fh:
+                    n = 0
+                    for line in _moses(run, rule, side):
+                        fh.write(line.encode())
+                        n += 1
+    else:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for chunk in export_stream(run=run, rule=rule, fmt=fmt):
+                fh.write(chunk)
+                n += 1
+        if fmt is ExportFormat.TMX:
+            n -= 3  # prologue, header and closing chunks
+    os.replace(tmp, path)
+    return path, n
+
+
+def export_files(*, run: MiningRun) -> list[Path]:
+    """Finished export files of a run, newest first."""
+    folder = exports_dir()
+    if not folder.is_dir():
+        return []
+    files = [p for p in folder.glob(f"run{run.pk}-*") if _FILE_NAME.match(p.name)]
+    return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def export_file_for_download(*, run: MiningRun, name: str) -> Path | None:
+    """The run's export file called `name`, or None (the name is checked, so no path can escape the folder)."""
+    match = _FILE_NAME.match(name)
+    if not match or int(match.group(1)) != run.pk:
+        return None
+    path = exports_dir() / name
+    return path if path.is_file() else None

@@ -1,0 +1,102 @@
+"""Export of a run's kept bitext (staff): streamed downloads, or a file built by a Celery task for large sets."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.db import transaction
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path
+from django.views.decorators.http import require_GET, require_POST
+
+from pcapp.permissions import staff_required
+
+from ..forms import ExportForm
+from ..models import MiningRun
+from ..selectors import run_get
+from ..services.export import (
+    ExportFormat,
+    KeepMode,
+    KeepRule,
+    export_file_for_download,
+    export_filename,
+    export_files,
+    export_stream,
+)
+
+CONTENT_TYPES = {
+    ExportFormat.TSV: "text/tab-separated-values; charset=utf-8",
+    ExportFormat.MOSES: "text/plain; charset=utf-8",
+    ExportFormat.TMX: "application/x-tmx+xml; charset=utf-8",
+    ExportFormat.JSONL: "application/x-ndjson; charset=utf-8",
+}
+
+
+def _get_run(pk: int) -> MiningRun:
+    try:
+        return run_get(pk=pk)
+    except MiningRun.DoesNotExist as exc:
+        raise Http404("no such run") from exc
+
+
+def rule_from_form(form: ExportForm) -> KeepRule:
+    """The KeepRule of a valid ExportForm."""
+    d = form.cleaned_data
+    return KeepRule(mode=KeepMode(d["keep"]), threshold=d["threshold"], include_filtered=bool(d["include_filtered"]))
+
+
+def stream_response(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> StreamingHttpResponse:
+    """A streamed download of the export (Moses: one side)."""
+    response = StreamingHttpResponse(export_stream(run=run, rule=rule, fmt=fmt, side=side),
+                                     content_type=CONTENT_TYPES[fmt])
+    name = export_filename(run=run, rule=rule, fmt=fmt, side=side if fmt is ExportFormat.MOSES else None)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@require_GET
+@staff_required
+def run_export(request: HttpRequest, pk: int) -> HttpResponse:
+    """The export page; with `download=1` in the query it streams the file instead."""
+    run = _get_run(pk)
+    form = ExportForm(request.GET if "format" in request.GET else None)
+    if request.GET.get("download") and form.is_valid():
+        fmt = ExportFormat(form.cleaned_data["format"])
+        return stream_response(run=run, rule=rule_from_form(form), fmt=fmt, side=form.cleaned_data["side"] or "src")
+    return render(request, "mining/run_export.html", {"run": run, "form": form, "files": export_files(run=run)})
+
+
+@require_POST
+@staff_required
+def run_export_build(request: HttpRequest, pk: int) -> HttpResponse:
+    """Enqueue the export task; the file appears on the export page when it is written."""
+    from ..tasks import export_run
+
+    run = _get_run(pk)
+    form = ExportForm(request.POST)
+    if not form.is_valid():
+        return render(request, "mining/run_export.html", {"run": run, "form": form, "files": export_files(run=run)},
+                      status=400)
+    d = form.cleaned_data
+    transaction.on_commit(lambda: export_run.delay(run.pk, d["format"], d["keep"], d["threshold"],
+                                                   bool(d["include_filtered"])))
+    messages.success(request, "Export queued; reload this page to see the download link when it is written.")
+    return redirect("run-export", pk=run.pk)
+
+
+@require_GET
+@staff_required
+def run_export_download(request: HttpRequest, pk: int, name: str) -> HttpResponse:
+    """Download one export file the task wrote."""
+    run = _get_run(pk)
+    file_path = export_file_for_download(run=run, name=name)
+    if file_path is None:
+        raise Http404("no such export")
+    return FileResponse(file_path.open("rb"), as_attachment=True, filename=name)
+
+
+urlpatterns = [
+    path("runs/<int:pk>/export/", run_export, name="run-export"),
+    path("runs/<int:pk>/export/build/", run_export_build, name="run-export-build"),
+    path("runs/<int:pk>/export/files/<str:name>", run_export_download, name="run-export-download"),
+]

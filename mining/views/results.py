@@ -1,0 +1,80 @@
+"""Run results: ranked candidates with filters, score histogram and yield curve, comparison of two runs."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import path
+from django.views.decorators.http import require_GET
+
+from ..charts import histogram_svg, yield_svg
+from ..forms import CandidateFilterForm
+from ..models import MiningRun
+from ..selectors import candidate_page, filter_reasons, run_compare, run_get, run_threshold, score_histogram
+
+PAGE_SIZE = 50
+
+
+def _get_run(pk: int) -> MiningRun:
+    try:
+        return run_get(pk=pk)
+    except MiningRun.DoesNotExist as exc:
+        raise Http404("no such run") from exc
+
+
+def _float_param(request: HttpRequest, name: str, default: float | None) -> float | None:
+    raw = request.GET.get(name, "")
+    if raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        return default
+
+
+@require_GET
+@login_required
+def run_results(request: HttpRequest, pk: int) -> HttpResponse:
+    """Candidates in rank order (keyset pages), with histogram and yield; htmx asks only for #candidate-list."""
+    run = _get_run(pk)
+    form = CandidateFilterForm(request.GET or None)
+    filters = form.cleaned_data if form.is_valid() else {}
+    page = candidate_page(run=run, filters=filters, after=filters.get("after"), size=PAGE_SIZE)
+    query = request.GET.copy()
+    query.pop("after", None)
+    context = {"run": run, "form": form, "page": page, "base_query": query.urlencode()}
+    if request.htmx and request.htmx.target == "candidate-list":
+        return render(request, "mining/run_results.html#candidate-list", context)
+    hist = score_histogram(run=run)
+    threshold = run_threshold(run)
+    context.update(
+        histogram=histogram_svg(hist.edges, hist.counts, hist.kept_counts, threshold=threshold),
+        yield_chart=yield_svg(hist.yield_curve(), threshold=threshold),
+        yield_rows=hist.yield_curve()[:: max(1, len(hist.counts) // 10)],
+        total=hist.total, threshold=threshold, reasons=filter_reasons(run=run),
+    )
+    return render(request, "mining/run_results.html", context)
+
+
+@require_GET
+@login_required
+def run_compare_view(request: HttpRequest) -> HttpResponse:
+    """Compare two runs: overlap of kept pairs and each one's precision on labelled pairs."""
+    runs = MiningRun.objects.select_related("src_corpus", "tgt_corpus").order_by("-created_at")[:200]
+    context: dict = {"runs": runs}
+    a_id, b_id = request.GET.get("a"), request.GET.get("b")
+    if a_id and b_id and a_id.isdigit() and b_id.isdigit():
+        a, b = _get_run(int(a_id)), _get_run(int(b_id))
+        ta = _float_param(request, "ta", run_threshold(a))
+        tb = _float_param(request, "tb", run_threshold(b))
+        same_corpora = (a.src_corpus_id, a.tgt_corpus_id) == (b.src_corpus_id, b.tgt_corpus_id)
+        context.update(a=a, b=b, ta=ta, tb=tb, same_corpora=same_corpora,
+                       cmp=run_compare(a=a, b=b, threshold_a=ta, threshold_b=tb))
+    return render(request, "mining/run_compare.html", context)
+
+
+urlpatterns = [
+    path("runs/<int:pk>/results/", run_results, name="run-results"),
+    path("runs/compare/", run_compare_view, name="run-compare"),
+]

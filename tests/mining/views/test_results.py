@@ -1,0 +1,113 @@
+"""Results page: ranked candidates, filters, keyset pages, histogram/yield SVG, compare; query counts pinned."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from mining.models import Sentence, SentencePairCandidate
+from mining.selectors import candidate_page, run_compare, score_histogram
+from tests.factories.mining import MiningRunFactory, SentenceFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def make_run(n: int = 6, *, run=None, scores=None, reasons=None, texts=None, **run_kwargs):
+    """A run with n candidates ranked by descending score (score 1.5, 1.4, ... by default)."""
+    run = run or MiningRunFactory(**run_kwargs)
+    scores = scores or [1.5 - 0.1 * i for i in range(n)]
+    for i, score in enumerate(scores):
+        src_text, tgt_text = (texts[i] if texts else (f"source {i}", f"cible {i}"))
+        src = SentenceFactory(document__corpus=run.src_corpus, document__lang="en", text=src_text)
+        tgt = SentenceFactory(document__corpus=run.tgt_corpus, document__lang="fr", text=tgt_text)
+        SentencePairCandidate.objects.create(run=run, src=src, tgt=tgt, cosine=0.5, score=score, rank=i + 1,
+                                             filter_reason=(reasons or {}).get(i, ""))
+    return run
+
+
+def test_results_lists_candidates_in_rank_order_with_escaped_text(reviewer_client):
+    run = make_run(3, texts=[("<b>bold</b>", "gras"), ("a & b", "x"), ("plain", "simple")])
+    html = reviewer_client.get(reverse("run-results", args=[run.pk])).content.decode()
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold</b>" not in html
+    assert html.index("&lt;b&gt;bold") < html.index("a &amp; b") < html.index("plain")
+    assert 'id="score-histogram"' in html and "<svg" in html and 'class="yield"' in html
+
+
+def test_results_filters(reviewer_client):
+    run = make_run(6, reasons={1: "length_ratio"}, texts=[(f"src {i}", f"tgt {i}") for i in range(5)]
+                   + [("needle here", "aiguille")])
+    url = reverse("run-results", args=[run.pk])
+
+    def ranks(**params):
+        response = reviewer_client.get(url, params, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="candidate-list")
+        body = response.content.decode()
+        assert "<html" not in body and body.lstrip().startswith('<section id="candidate-list"')
+        return [int(r) for r in re.findall(r'data-rank="(\d+)"', body)]
+
+    assert ranks() == [1, 2, 3, 4, 5, 6]
+    assert ranks(min_score="1.25", max_score="1.45") == [2, 3]
+    assert ranks(filter_reason="length_ratio") == [2]
+    assert ranks(filter_reason="none") == [1, 3, 4, 5, 6]
+    assert ranks(q="NEEDLE") == [6]
+    assert ranks(q="aiguille") == [6]
+    assert ranks(label="unlabelled") == [1, 2, 3, 4, 5, 6]
+
+
+def test_keyset_pages(reviewer_client):
+    run = make_run(5)
+    page = candidate_page(run=run, filters={}, size=2)
+    assert [c.rank for c in page.items] == [1, 2] and page.next_after == 2
+    page = candidate_page(run=run, filters={}, after=page.next_after, size=2)
+    assert [c.rank for c in page.items] == [3, 4] and page.next_after == 4
+    page = candidate_page(run=run, filters={}, after=4, size=2)
+    assert [c.rank for c in page.items] == [5] and page.next_after is None
+
+
+def test_histogram_counts_and_yield():
+    run = make_run(scores=[1.0, 1.1, 1.2, 1.3, 2.0], reasons={0: "too_short"})
+    hist = score_histogram(run=run, bins=4)
+    assert hist.total == 5 and len(hist.edges) == 5
+    assert hist.edges[0] == pytest.approx(1.0) and hist.edges[-1] == pytest.approx(2.0)
+    assert hist.counts == [3, 1, 0, 1]  # bins of width 0.25: 1.3 falls in the second
+    assert hist.kept_counts == [2, 1, 0, 1]
+    assert [n for _, n in hist.yield_curve()] == [4, 2, 1, 1]
+
+
+def test_histogram_of_empty_run():
+    run = MiningRunFactory()
+    assert score_histogram(run=run).counts == []
+
+
+def test_results_query_count_is_flat(reviewer_client, django_assert_max_num_queries):
+    small = make_run(3)
+    big = make_run(60)
+    counts = []
+    for run in (small, big):
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as ctx:
+            assert reviewer_client.get(reverse("run-results", args=[run.pk])).status_code == 200
+        counts.append(len(ctx))
+    assert counts[0] == counts[1]
+    assert counts[1] <= 8
+
+
+def test_compare_overlap_and_precision(reviewer_client):
+    a = make_run(4, scores=[1.4, 1.3, 1.2, 1.0])
+    b = MiningRunFactory(src_corpus=a.src_corpus)
+    pairs = list(SentencePairCandidate.objects.filter(run=a).order_by("rank"))
+    # b keeps a's pairs 1 and 2 plus a new one, and drops pair 3
+    for rank, cand in enumerate(pairs[:2], start=1):
+        SentencePairCandidate.objects.create(run=b, src=cand.src, tgt=cand.tgt, cosine=0.5, score=1.5, rank=rank)
+    extra = Sentence.objects.filter(pk=pairs[3].tgt_id).get()
+    SentencePairCandidate.objects.create(run=b, src=pairs[2].src, tgt=extra, cosine=0.4, score=1.3, rank=3)
+
+    cmp = run_compare(a=a, b=b, threshold_a=1.1, threshold_b=None)
+    assert (cmp.kept_a, cmp.kept_b, cmp.overlap) == (3, 3, 2)
+    assert cmp.jaccard == pytest.approx(2 / 4)
+
+    html = reviewer_client.get(reverse("run-compare"), {"a": a.pk, "b": b.pk, "ta": "1.1"}).content.decode()
+    assert 'id="overlap">2' in html and 'id="kept-a">3' in html

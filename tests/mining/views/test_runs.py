@@ -1,0 +1,155 @@
+"""Run pages: start form (staff only, validated), run page with polling progress, cancel and re-run."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from mining.models import Artefact, JobStatus, MiningRun, RunKind
+from mining.selectors import run_progress
+from tests.factories.mining import CorpusFactory, MiningRunFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _form(corpus, **over):
+    data = {"kind": "sentence", "src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr", "knn": "ivf",
+            "margin": "distance", "k": "6", "strategy": "intersection", "threshold": "1.05", "filters": "on"}
+    data.update(over)
+    return data
+
+
+def test_start_form_creates_run_with_params_and_enqueues(staff_client, staff_user, django_capture_on_commit_callbacks,
+                                                         monkeypatch):
+    corpus = CorpusFactory(languages=["en", "fr"])
+    sent = []
+    monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: sent.append(run_id))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(reverse("run-start"), _form(corpus))
+    run = MiningRun.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("run-detail", args=[run.pk])
+    assert sent == [run.pk]
+    assert run.kind == RunKind.SENTENCE and run.created_by == staff_user
+    assert (run.src_corpus, run.tgt_corpus, run.src_lang, run.tgt_lang) == (corpus, corpus, "en", "fr")
+    assert run.params == {"knn": "ivf", "margin": "distance", "k": 6, "strategy": "intersection",
+                          "threshold": 1.05, "filters": True}
+    assert run.encoder == Artefact.objects.get(kind="encoder", name="usem3", version=1)
+
+
+def test_start_form_rejects_language_missing_from_corpus(staff_client):
+    corpus = CorpusFactory(languages=["en", "fr"])
+    CorpusFactory(languages=["de"])
+    response = staff_client.post(reverse("run-start"), _form(corpus, tgt_lang="de"))
+    assert response.status_code == 200
+    assert "has no &#x27;de&#x27; text" in response.content.decode()
+    assert not MiningRun.objects.exists()
+
+
+def test_start_form_choices_list_corpus_languages(staff_client):
+    CorpusFactory(languages=["en", "it"])
+    html = staff_client.get(reverse("run-start")).content.decode()
+    assert '<option value="it">it</option>' in html
+    assert "csrfmiddlewaretoken" in html
+
+
+def test_reviewer_cannot_start_or_cancel(reviewer_client):
+    corpus = CorpusFactory()
+    run = MiningRunFactory(status=JobStatus.RUNNING)
+    assert reviewer_client.get(reverse("run-start")).status_code == 403
+    assert reviewer_client.post(reverse("run-start"), _form(corpus)).status_code == 403
+    assert reviewer_client.post(reverse("run-cancel", args=[run.pk])).status_code == 403
+    run.refresh_from_db()
+    assert not run.cancel_requested
+
+
+def test_anonymous_is_sent_to_login(client):
+    run = MiningRunFactory()
+    response = client.get(reverse("run-detail", args=[run.pk]))
+    assert response.status_code == 302 and reverse("login") in response["Location"]
+
+
+def test_run_page_polls_while_running(reviewer_client):
+    run = MiningRunFactory(status=JobStatus.RUNNING, stage="knn", done=30, total=120,
+                           started_at=timezone.now() - timedelta(seconds=10), timings={"embed-src": 4.0})
+    html = reviewer_client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert 'id="run-progress"' in html and 'hx-trigger="every 1s"' in html
+    assert reverse("run-progress", args=[run.pk]) in html
+    assert "<html" in html and "knn" in html and "30" in html and "120" in html
+    assert 'id="cancel-run"' not in html  # reviewers see no staff buttons
+
+
+def test_progress_partial_keeps_polling_then_stops_with_286(staff_client):
+    run = MiningRunFactory(status=JobStatus.RUNNING, stage="embed-src", done=5, total=10,
+                           started_at=timezone.now())
+    url = reverse("run-progress", args=[run.pk])
+    running = staff_client.get(url, HTTP_HX_REQUEST="true")
+    body = running.content.decode()
+    assert running.status_code == 200
+    assert body.lstrip().startswith('<section id="run-progress"') and "<html" not in body
+    assert 'hx-trigger="every 1s"' in body and 'id="cancel-run"' in body
+
+    MiningRun.objects.filter(pk=run.pk).update(status=JobStatus.SUCCEEDED, finished_at=timezone.now(),
+                                               stats={"candidates": 7})
+    done = staff_client.get(url, HTTP_HX_REQUEST="true")
+    assert done.status_code == 286
+    assert "hx-trigger" not in done.content.decode()
+    assert reverse("run-results", args=[run.pk]) in done.content.decode()
+
+
+def test_failed_run_shows_escaped_error_and_rerun_button(staff_client):
+    run = MiningRunFactory(status=JobStatus.FAILED, error="ValueError: <script>alert(1)</script>",
+                           started_at=timezone.now(), finished_at=timezone.now())
+    html = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
+    assert 'id="retry-run"' in html and "hx-trigger" not in html
+
+
+def test_cancel_pending_run(staff_client):
+    run = MiningRunFactory(status=JobStatus.PENDING)
+    response = staff_client.post(reverse("run-cancel", args=[run.pk]))
+    assert response.status_code == 302
+    run.refresh_from_db()
+    assert run.status == JobStatus.CANCELLED and run.cancel_requested
+
+
+def test_cancel_requires_post(staff_client):
+    run = MiningRunFactory(status=JobStatus.PENDING)
+    assert staff_client.get(reverse("run-cancel", args=[run.pk])).status_code == 405
+
+
+def test_retry_failed_run_requeues(staff_client, django_capture_on_commit_callbacks, monkeypatch):
+    run = MiningRunFactory(status=JobStatus.FAILED, error="boom", finished_at=timezone.now())
+    sent = []
+    monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: sent.append(run_id))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(reverse("run-retry", args=[run.pk]), HTTP_HX_REQUEST="true")
+    assert response.headers["HX-Redirect"] == reverse("run-detail", args=[run.pk])
+    run.refresh_from_db()
+    assert run.status == JobStatus.PENDING and run.error == "" and sent == [run.pk]
+
+
+def test_retry_of_succeeded_run_is_refused(staff_client):
+    run = MiningRunFactory(status=JobStatus.SUCCEEDED)
+    staff_client.post(reverse("run-retry", args=[run.pk]))
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED
+
+
+def test_run_progress_rate_uses_current_stage_time():
+    now = timezone.now()
+    run = MiningRunFactory.build(status=JobStatus.RUNNING, stage="knn", done=50, total=100,
+                                 started_at=now - timedelta(seconds=30), timings={"embed-src": 20.0})
+    p = run_progress(run=run, now=now)
+    assert p.elapsed_s == pytest.approx(30.0)
+    assert p.rate == pytest.approx(5.0)  # 50 done in the 10 s since embed-src finished
+    assert p.percent == pytest.approx(50.0) and not p.finished
+
+
+def test_run_list_page(reviewer_client):
+    MiningRunFactory(name="my-special-run", stats={"candidates": 1234})
+    html = reviewer_client.get(reverse("run-list")).content.decode()
+    assert "my-special-run" in html and "1234" in html
