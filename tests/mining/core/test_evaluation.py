@@ -1,0 +1,53 @@
+"""BUCC-style test building and scoring on hand-made data."""
+
+import numpy as np
+
+from mining.core.evaluation import build_bucc, evaluate_mining, gold_p_at_1, near_duplicate_key
+from mining.core.margin import Margin
+
+
+def test_near_duplicate_key_ignores_case_punctuation_digits():
+    assert near_duplicate_key("Hello, World 42!") == near_duplicate_key("hello world")
+
+
+def test_build_bucc_hides_gold_and_drops_near_duplicates_and_short_sentences():
+    gold = [(f"source sentence number {w} is here", f"phrase source numero {w} est ici") for w in "abcdef"]
+    gold.append(("too short", "trop court"))
+    src_d = ["a distractor sentence with five words", "Source sentence number A is here!", "x y"]
+    tgt_d = ["une phrase distractrice avec cinq mots", "autre phrase distractrice avec cinq mots"]
+    bucc = build_bucc(gold, src_d, tgt_d, seed=3)
+    assert len(bucc.gold) == 6
+    assert len(bucc.src_texts) == 7  # the near-duplicate of a gold sentence and the short one are gone
+    assert len(bucc.tgt_texts) == 8
+    pairs = {(bucc.src_texts[s], bucc.tgt_texts[t]) for s, t in bucc.gold}
+    assert pairs == set(gold[:6])
+
+
+def _planted(n_gold: int, n_noise: int, d: int = 16, noise: float = 0.3, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(n_gold, d))
+    src = np.concatenate([base + noise * rng.normal(size=base.shape), rng.normal(size=(n_noise, d))])
+    tgt = np.concatenate([base + noise * rng.normal(size=base.shape), rng.normal(size=(n_noise, d))])
+    src /= np.linalg.norm(src, axis=1, keepdims=True)
+    tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
+    gold = np.stack([np.arange(n_gold), np.arange(n_gold)], axis=1)
+    return src.astype(np.float32), tgt.astype(np.float32), gold
+
+
+def test_evaluate_mining_scores_every_configuration_and_finds_planted_pairs():
+    src, tgt, gold = _planted(40, 160)
+    scores, p1 = evaluate_mining(src, tgt, gold, k=4)
+    assert len(scores) == 3 * 4
+    best = max(scores, key=lambda s: s.f1)
+    assert best.f1 > 0.8
+    assert p1 > 0.9
+    ratio = max(s.f1 for s in scores if s.margin == Margin.RATIO.value)
+    assert 0.0 <= ratio <= 1.0
+
+
+def test_gold_p_at_1_is_zero_for_unrelated_embeddings():
+    rng = np.random.default_rng(1)
+    src = rng.normal(size=(50, 8)).astype(np.float32)
+    tgt = -src  # every gold target is the farthest point
+    gold = np.stack([np.arange(50), np.arange(50)], axis=1)
+    assert gold_p_at_1(src, tgt, gold) == 0.0
