@@ -1,0 +1,67 @@
+"""Django admin: every mining model is registered; runs start, cancel and re-run through the services."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib import admin
+from django.db.models import Model
+from django.urls import reverse
+from django.utils import timezone
+
+from mining.models import JobStatus, MiningRun
+from tests.factories.mining import CorpusFactory, MiningRunFactory, SentencePairCandidateFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client_(client, django_user_model):
+    user = django_user_model.objects.create_superuser("root", "root@example.com", "pw-root-123")
+    client.force_login(user)
+    return client
+
+
+def test_mining_models_registered():
+    import mining.models as m
+
+    for name in m.__all__:
+        model = getattr(m, name)
+        if isinstance(model, type) and issubclass(model, Model):
+            assert admin.site.is_registered(model), name
+
+
+def test_start_run_from_admin(admin_client_, django_capture_on_commit_callbacks, monkeypatch):
+    corpus = CorpusFactory(languages=["en", "de"])
+    sent = []
+    monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: sent.append(run_id))
+    url = reverse("admin:mining_miningrun_start")
+    assert admin_client_.get(reverse("admin:mining_miningrun_add")).headers["Location"] == url
+    assert "admin-run-start" in admin_client_.get(url, {"src_corpus": corpus.pk}).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client_.post(url, {"kind": "sentence", "src_corpus": corpus.pk, "src_lang": "en",
+                                            "tgt_lang": "de", "knn": "exact", "margin": "ratio", "k": "4",
+                                            "strategy": "max_score", "filters": "on"})
+    run = MiningRun.objects.get()
+    assert response.status_code == 302 and sent == [run.pk]
+    assert run.params["k"] == 4 and run.tgt_lang == "de"
+
+
+def test_admin_cancel_and_retry_actions(admin_client_, django_capture_on_commit_callbacks, monkeypatch):
+    monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: None)
+    pending = MiningRunFactory(status=JobStatus.PENDING)
+    failed = MiningRunFactory(status=JobStatus.FAILED, error="x", finished_at=timezone.now())
+    url = reverse("admin:mining_miningrun_changelist")
+    admin_client_.post(url, {"action": "cancel_runs", "_selected_action": [pending.pk]})
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client_.post(url, {"action": "retry_runs", "_selected_action": [failed.pk]})
+    pending.refresh_from_db()
+    failed.refresh_from_db()
+    assert pending.status == JobStatus.CANCELLED
+    assert failed.status == JobStatus.PENDING and failed.error == ""
+
+
+def test_admin_changelists_render(admin_client_):
+    cand = SentencePairCandidateFactory()
+    for name in ("corpus", "sentence", "miningrun", "sentencepaircandidate", "artefact"):
+        assert admin_client_.get(reverse(f"admin:mining_{name}_changelist")).status_code == 200
+    assert admin_client_.get(reverse("admin:mining_miningrun_change", args=[cand.run_id])).status_code == 200
