@@ -276,14 +276,22 @@ def run_compare(*, a: MiningRun, b: MiningRun, threshold_a: float | None, thresh
 # --- dashboard --------------------------------------------------------------------------------------------------
 
 
+def campaign_summaries(*, user: Any) -> list[dict[str, Any]]:
+    """Campaigns with items, labelled items, progress and GOOD rate (empty until the annotation app has them)."""
+    return []
+
+
 def dashboard_data(*, user: Any) -> dict[str, Any]:
-    """Corpora, recent runs with candidate counts, and what needs attention (failed or stalled runs)."""
-    runs = list(
-        run_list(limit=20)
-    )
-    corpora = list(Corpus.objects.order_by("name")[:50])
-    attention = list(
-        MiningRun.objects.filter(status=JobStatus.FAILED, finished_at__gte=timezone.now() - timezone.timedelta(days=7))
-        .select_related("src_corpus", "tgt_corpus", "encoder").order_by("-finished_at")[:10]
-    )
-    return {"runs": runs, "corpora": corpora, "attention_runs": attention}
+    """Corpora, recent runs, campaigns, and what needs attention (recently failed and active runs)."""
+    recent_failures = MiningRun.objects.filter(status=JobStatus.FAILED,
+                                               finished_at__gte=timezone.now() - timezone.timedelta(days=7))
+    campaigns = campaign_summaries(user=user)
+    return {
+        "corpora": list(Corpus.objects.order_by("name")[:50]),
+        "runs": list(run_list(limit=20)),
+        "attention_runs": list(recent_failures.select_related("src_corpus", "tgt_corpus").order_by("-finished_at")[:10]),
+        "active_runs": list(MiningRun.objects.filter(status__in=[JobStatus.PENDING, JobStatus.RUNNING])
+                            .order_by("created_at")[:10]),
+        "campaigns": campaigns,
+        "waiting_total": sum(c.get("waiting_for_user", 0) for c in campaigns),
+    }

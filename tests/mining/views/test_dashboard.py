@@ -1,0 +1,43 @@
+"""Dashboard: corpora, runs, what needs attention; flat query count."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from mining.models import JobStatus
+from tests.factories.mining import CorpusFactory, MiningRunFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_dashboard_shows_corpora_runs_and_attention(staff_client):
+    CorpusFactory(name="demo-<corpus>", languages=["en", "fr"], stats={"sentences": 42})
+    MiningRunFactory(name="broken", status=JobStatus.FAILED, error="Boom <b>", finished_at=timezone.now())
+    MiningRunFactory(name="busy", status=JobStatus.RUNNING, stage="knn", done=3, total=9)
+    html = staff_client.get(reverse("dashboard")).content.decode()
+    assert "demo-&lt;corpus&gt;" in html and "42" in html
+    attention = html[html.index('id="attention"'):html.index('id="corpora"')]
+    assert "broken" in attention and "Boom &lt;b&gt;" in attention
+    assert "busy" in attention and "knn 3/9" in attention
+    assert reverse("run-start") in html
+
+
+def test_reviewer_dashboard_hides_staff_links(reviewer_client):
+    CorpusFactory()
+    html = reviewer_client.get(reverse("dashboard")).content.decode()
+    assert 'id="start-run"' not in html and ">mine<" not in html
+
+
+def test_dashboard_query_count_is_flat(staff_client):
+    counts = []
+    for n in (1, 15):
+        for _ in range(n):
+            MiningRunFactory(status=JobStatus.FAILED, finished_at=timezone.now())
+        with CaptureQueriesContext(connection) as ctx:
+            assert staff_client.get(reverse("dashboard")).status_code == 200
+        counts.append(len(ctx))
+    assert counts[0] == counts[1]
