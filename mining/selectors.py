@@ -289,7 +289,7 @@ def dashboard_data(*, user: Any) -> dict[str, Any]:
     return {
         "corpora": list(Corpus.objects.order_by("name")[:50]),
         "runs": list(run_list(limit=20)),
-        "attention_runs": list(recent_failures.select_related("src_corpus", "tgt_corpus").order_by("-finished_at")[:10]),
+        "attention_runs": list(recent_failures.order_by("-finished_at")[:10]),
         "active_runs": list(MiningRun.objects.filter(status__in=[JobStatus.PENDING, JobStatus.RUNNING])
                             .order_by("created_at")[:10]),
         "campaigns": campaigns,

@@ -1,0 +1,64 @@
+"""Browser-test fixtures: Debian's Chromium driven by Playwright (no browser download), screenshots kept."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make are still synchronous.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator:
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium is missing (apt-get install chromium); `./run tests` installs it")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser, live_server) -> Iterator:
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(15_000)
+    pg = context.new_page()
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def screenshot():
+    """screenshot(page, "name") saves test-artifacts/screenshots/name.png (full page)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def take(pg, name: str) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        pg.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
+
+
+def login(pg, username: str, password: str) -> None:
+    """Log in through the login form with the keyboard."""
+    pg.goto("/accounts/login/")
+    pg.fill("input[name=username]", username)
+    pg.fill("input[name=password]", password)
+    pg.press("input[name=password]", "Enter")
+    pg.wait_for_url(lambda url: "/accounts/login/" not in url)

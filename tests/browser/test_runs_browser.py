@@ -1,0 +1,63 @@
+"""In the browser: log in, start a mining run from the form, watch it finish live, open its results."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from mining.models import Corpus, Document, JobStatus, MiningRun, Sentence
+from tests.browser.conftest import login
+from tests.factories.mining import MiningRunFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PAIRS = [
+    ("The file could not be opened.", "Le fichier n'a pas pu être ouvert."),
+    ("Please enter a valid email address.", "Veuillez saisir une adresse électronique valide."),
+    ("This field is required.", "Ce champ est obligatoire."),
+    ("Your password has been changed successfully.", "Votre mot de passe a été modifié avec succès."),
+    ("The server is not responding at the moment.", "Le serveur ne répond pas pour le moment."),
+    ("Delete the selected items from the list.", "Supprimer les éléments sélectionnés de la liste."),
+    ("The download will start in a few seconds.", "Le téléchargement commencera dans quelques secondes."),
+    ("You do not have permission to view this page.", "Vous n'avez pas la permission de voir cette page."),
+    ("Save your changes before closing the window.", "Enregistrez vos modifications avant de fermer la fenêtre."),
+    ("Choose a language from the menu.", "Choisissez une langue dans le menu."),
+    ("Log in <again> & retry.", "Reconnectez-vous <encore> & réessayez."),
+]
+
+
+def small_corpus(name: str = "browser-en-fr") -> Corpus:
+    """A tiny en-fr corpus built row by row (the French side in reverse order)."""
+    corpus = Corpus.objects.create(name=name, languages=["en", "fr"])
+    docs = {lang: Document.objects.create(corpus=corpus, lang=lang, external_id="doc") for lang in ("en", "fr")}
+    for i, (en, fr) in enumerate(PAIRS):
+        Sentence.objects.create(corpus=corpus, document=docs["en"], lang="en", position=i, text=en,
+                                norm_hash=hash(en), detected_lang="en")
+        Sentence.objects.create(corpus=corpus, document=docs["fr"], lang="fr", position=len(PAIRS) - i, text=fr,
+                                norm_hash=hash(fr), detected_lang="fr")
+    return corpus
+
+
+@pytest.fixture
+def staff(django_user_model):
+    django_user_model.objects.create_user("boss", password="pw-boss-1234", is_staff=True)
+    return "boss", "pw-boss-1234"
+
+
+def test_progress_polls_until_the_run_ends(page, staff, screenshot):
+    """The run page updates itself (htmx every 1 s) and stops polling once the run has ended."""
+    run = MiningRunFactory(status=JobStatus.RUNNING, stage="knn", done=2, total=10, started_at=timezone.now())
+    login(page, *staff)
+    page.goto(f"/runs/{run.pk}/")
+    page.wait_for_selector("#run-progress[data-status=running]")
+    MiningRun.objects.filter(pk=run.pk).update(done=7)
+    page.wait_for_function("document.querySelector('.run-done').textContent.trim() === '7'", timeout=10_000)
+    polls = []
+    page.on("request", lambda req: polls.append(req.url) if "/progress/" in req.url else None)
+    MiningRun.objects.filter(pk=run.pk).update(status=JobStatus.SUCCEEDED, stage="done", finished_at=timezone.now(),
+                                               stats={"candidates": 0})
+    page.wait_for_selector("#run-progress[data-status=succeeded]", timeout=10_000)
+    n = len(polls)
+    page.wait_for_timeout(2500)
+    assert len(polls) == n, "polling must stop once the run has finished"
+    assert page.locator("#results-link").is_visible()
