@@ -14,7 +14,7 @@ from django.db import connection, models
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from .models import Corpus, JobStatus, MiningRun, SentencePairCandidate
+from .models import Corpus, GoldSentencePair, JobStatus, MiningRun, SentencePairCandidate
 
 GOOD, BAD = "GOOD", "BAD"
 
@@ -114,10 +114,13 @@ def filter_by_label(qs: QuerySet[SentencePairCandidate], state: str) -> QuerySet
         return qs if state == "unlabelled" else qs.none()
     if state == "unlabelled":
         return qs.filter(~Exists(label.objects.filter(sentence_pair=OuterRef("pk"))))
+    # The Exists() first lets Postgres semi-join the labels instead of counting them for every candidate.
     if state == "good":
-        return qs.filter(n_good__gt=models.F("n_bad"))
+        return qs.filter(Exists(label.objects.filter(sentence_pair=OuterRef("pk"), verdict=GOOD)),
+                         n_good__gt=models.F("n_bad"))
     if state == "bad":
-        return qs.filter(n_bad__gt=models.F("n_good"))
+        return qs.filter(Exists(label.objects.filter(sentence_pair=OuterRef("pk"), verdict=BAD)),
+                         n_bad__gt=models.F("n_good"))
     raise ValueError(f"unknown label state {state!r}")
 
 
@@ -216,6 +219,8 @@ def score_histogram(*, run: MiningRun, bins: int = 40) -> ScoreHistogram:
 
 @dataclass(frozen=True)
 class RunComparison:
+    """Kept pairs of runs A and B, their overlap, and each one's precision on labelled and on gold pairs."""
+
     kept_a: int
     kept_b: int
     overlap: int
@@ -223,6 +228,10 @@ class RunComparison:
     good_a: int
     labelled_b: int
     good_b: int
+    gold_covered_a: int = 0
+    gold_hits_a: int = 0
+    gold_covered_b: int = 0
+    gold_hits_b: int = 0
 
     @staticmethod
     def _ratio(num: int, den: int) -> float | None:
@@ -235,6 +244,14 @@ class RunComparison:
     @property
     def precision_b(self) -> float | None:
         return self._ratio(self.good_b, self.labelled_b)
+
+    @property
+    def gold_precision_a(self) -> float | None:
+        return self._ratio(self.gold_hits_a, self.gold_covered_a)
+
+    @property
+    def gold_precision_b(self) -> float | None:
+        return self._ratio(self.gold_hits_b, self.gold_covered_b)
 
     @property
     def jaccard(self) -> float | None:
@@ -262,6 +279,16 @@ def _pair_label_counts(kept: QuerySet[SentencePairCandidate]) -> tuple[int, int]
     return agg["labelled"], agg["good"]
 
 
+def _gold_counts(kept: QuerySet[SentencePairCandidate]) -> tuple[int, int]:
+    """(kept pairs whose source sentence has a gold translation, kept pairs that are gold), either direction."""
+    gold = GoldSentencePair.objects
+    covered = Exists(gold.filter(src=OuterRef("src"))) | Exists(gold.filter(tgt=OuterRef("src")))
+    hit = (Exists(gold.filter(src=OuterRef("src"), tgt=OuterRef("tgt")))
+           | Exists(gold.filter(src=OuterRef("tgt"), tgt=OuterRef("src"))))
+    agg = kept.aggregate(covered=Count("pk", filter=covered), hits=Count("pk", filter=hit))
+    return agg["covered"], agg["hits"]
+
+
 def run_compare(*, a: MiningRun, b: MiningRun, threshold_a: float | None, threshold_b: float | None) -> RunComparison:
     """Overlap of the pairs two runs keep (matched on (src, tgt) sentence ids) and each one's precision on labels."""
     kept_a = SentencePairCandidate.objects.filter(kept_q(threshold=threshold_a), run=a)
@@ -269,8 +296,11 @@ def run_compare(*, a: MiningRun, b: MiningRun, threshold_a: float | None, thresh
     overlap = kept_a.filter(Exists(kept_b.filter(src=OuterRef("src"), tgt=OuterRef("tgt")))).count()
     labelled_a, good_a = _pair_label_counts(kept_a)
     labelled_b, good_b = _pair_label_counts(kept_b)
+    gold_covered_a, gold_hits_a = _gold_counts(kept_a)
+    gold_covered_b, gold_hits_b = _gold_counts(kept_b)
     return RunComparison(kept_a=kept_a.count(), kept_b=kept_b.count(), overlap=overlap, labelled_a=labelled_a,
-                         good_a=good_a, labelled_b=labelled_b, good_b=good_b)
+                         good_a=good_a, labelled_b=labelled_b, good_b=good_b, gold_covered_a=gold_covered_a,
+                         gold_hits_a=gold_hits_a, gold_covered_b=gold_covered_b, gold_hits_b=gold_hits_b)
 
 
 # --- dashboard --------------------------------------------------------------------------------------------------

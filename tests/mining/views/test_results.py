@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from mining.models import Sentence, SentencePairCandidate
+from mining.models import GoldSentencePair, Sentence, SentencePairCandidate
 from mining.selectors import candidate_page, run_compare, score_histogram
 from tests.factories.mining import MiningRunFactory, SentenceFactory
 
@@ -111,3 +111,16 @@ def test_compare_overlap_and_precision(reviewer_client):
 
     html = reviewer_client.get(reverse("run-compare"), {"a": a.pk, "b": b.pk, "ta": "1.1"}).content.decode()
     assert 'id="overlap">2' in html and 'id="kept-a">3' in html
+
+
+def test_compare_precision_on_gold_pairs_either_direction():
+    a = make_run(3, scores=[1.4, 1.3, 1.2])
+    pairs = list(SentencePairCandidate.objects.filter(run=a).order_by("rank"))
+    # pair 1 is gold as mined, pair 2 is gold stored the other way round, pair 3's source is gold with another target
+    GoldSentencePair.objects.create(corpus=a.src_corpus, src=pairs[0].src, tgt=pairs[0].tgt)
+    GoldSentencePair.objects.create(corpus=a.src_corpus, src=pairs[1].tgt, tgt=pairs[1].src)
+    GoldSentencePair.objects.create(corpus=a.src_corpus, src=pairs[2].src, tgt=pairs[0].tgt)
+    cmp = run_compare(a=a, b=a, threshold_a=None, threshold_b=1.35)
+    assert (cmp.gold_covered_a, cmp.gold_hits_a) == (3, 2)
+    assert cmp.gold_precision_a == pytest.approx(2 / 3)
+    assert (cmp.gold_covered_b, cmp.gold_hits_b) == (1, 1)
