@@ -61,3 +61,31 @@ def test_progress_polls_until_the_run_ends(page, staff, screenshot):
     page.wait_for_timeout(2500)
     assert len(polls) == n, "polling must stop once the run has finished"
     assert page.locator("#results-link").is_visible()
+
+
+def test_results_compare_and_export_pages(page, staff, screenshot):
+    """Results (charts, filters by keyboard), comparison and export pages render for a run with candidates."""
+    from tests.mining.views.test_results import make_run
+
+    run = make_run(12, scores=[1.6 - 0.05 * i for i in range(12)], reasons={3: "too_short"},
+                   texts=[(en, fr) for en, fr in PAIRS] + [("Extra <b>line</b>", "Ligne en plus")],
+                   params={"threshold": 1.22})
+    login(page, *staff)
+    page.goto(f"/runs/{run.pk}/results/")
+    assert page.locator("#score-histogram svg rect.bar-all").count() > 0
+    assert page.locator("#yield-curve svg line.threshold").count() == 1
+    screenshot(page, "run-results-filters")
+    page.fill("input[name=min_score]", "1.43")
+    page.press("input[name=min_score]", "Enter")
+    page.wait_for_function("document.querySelectorAll('table.candidates tr.candidate').length === 4")
+    assert "min_score=1.43" in page.url  # the filtered list is bookmarkable
+    page.goto(f"/runs/compare/?a={run.pk}&b={run.pk}&ta=1.22&tb=1.38")
+    assert page.locator("#overlap").inner_text().startswith("4")  # A keeps ranks 1-8 but 4, B ranks 1-5 but 4
+    screenshot(page, "run-compare")
+    page.goto(f"/runs/{run.pk}/export/")
+    screenshot(page, "run-export")
+    with page.expect_download() as info:
+        page.select_option("select[name=format]", "tsv")
+        page.click("#export-form button:not([formmethod])")
+    lines = open(info.value.path(), encoding="utf-8").read().splitlines()
+    assert len(lines) == 7  # scores >= 1.22 are ranks 1-8, less rank 4 which a pre-filter rejected
