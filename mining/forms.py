@@ -53,9 +53,36 @@ class RunStartForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        langs = [(lang, lang) for lang in _all_languages()]
-        self.fields["src_lang"].choices = langs
-        self.fields["tgt_lang"].choices = langs
+        everything = _all_languages()
+        src = self._chosen_corpus("src_corpus")
+        tgt = self._chosen_corpus("tgt_corpus") or src
+        self.fields["src_lang"].choices = [(x, x) for x in (src.languages if src else everything)]
+        self.fields["tgt_lang"].choices = [(x, x) for x in (tgt.languages if tgt else everything)]
+        if src and tgt and not self.is_bound and "tgt_lang" not in self.initial:
+            # Default to two different languages so the first submit of a one-corpus run is valid.
+            src_lang = self.initial.get("src_lang") or next(iter(src.languages or []), None)
+            others = [x for x in tgt.languages or [] if x != src_lang]
+            if others:
+                self.initial["tgt_lang"] = others[0]
+
+    FIELDSETS = (("What to mine", ("kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "parent")),
+                 ("How", ("encoder", "knn", "margin", "k", "strategy", "threshold", "filters")))
+
+    def fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
+        """(legend, bound fields) groups for the template."""
+        return [(legend, [self[name] for name in names]) for legend, names in self.FIELDSETS]
+
+    def _chosen_corpus(self, name: str) -> Corpus | None:
+        """The corpus picked so far (bound data, else initial), to offer only its languages."""
+        raw = self.data.get(name) if self.is_bound else self.initial.get(name)
+        if not raw:
+            return None
+        if isinstance(raw, Corpus):
+            return raw
+        try:
+            return Corpus.objects.filter(pk=int(raw)).first()
+        except (TypeError, ValueError):
+            return None
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

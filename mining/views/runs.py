@@ -31,15 +31,18 @@ def _get_run(pk: int) -> MiningRun:
 @require_http_methods(["GET", "POST"])
 @staff_required
 def run_start(request: HttpRequest) -> HttpResponse:
-    """The run form; a valid POST creates the run (enqueued on commit) and redirects to its page."""
-    initial = {k: request.GET[k] for k in ("src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "kind")
-               if k in request.GET}
+    """The run form; a valid POST creates the run (enqueued on commit) and redirects to its page.
+
+    Picking a corpus re-renders the form (htmx GET with the current values) to offer only its languages.
+    """
+    initial = {k: v for k, v in request.GET.items() if k in RunStartForm.base_fields}
     form = RunStartForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         run = run_create(user=request.user, **form.run_kwargs())
         messages.success(request, f"Run {run.pk} queued.")
         return redirect("run-detail", pk=run.pk)
-    return render(request, "mining/run_start.html", {"form": form})
+    template = "mining/run_start.html#run-start-form" if request.htmx else "mining/run_start.html"
+    return render(request, template, {"form": form})
 
 
 @require_GET

@@ -45,7 +45,7 @@ def test_start_form_rejects_language_missing_from_corpus(staff_client):
     CorpusFactory(languages=["de"])
     response = staff_client.post(reverse("run-start"), _form(corpus, tgt_lang="de"))
     assert response.status_code == 200
-    assert "has no &#x27;de&#x27; text" in response.content.decode()
+    assert response.context["form"].errors["tgt_lang"]
     assert not MiningRun.objects.exists()
 
 
@@ -153,3 +153,21 @@ def test_run_list_page(reviewer_client):
     MiningRunFactory(name="my-special-run", stats={"candidates": 1234})
     html = reviewer_client.get(reverse("run-list")).content.decode()
     assert "my-special-run" in html and "1234" in html
+
+
+def test_start_form_renders_each_field_once(staff_client):
+    CorpusFactory(languages=["en", "fr"])
+    html = staff_client.get(reverse("run-start")).content.decode()
+    for name in ("k", "kind", "knn", "src_lang", "threshold", "filters"):
+        assert html.count(f'name="{name}"') == 1, name
+
+
+def test_picking_a_corpus_offers_only_its_languages(staff_client):
+    CorpusFactory(languages=["de", "it"])
+    corpus = CorpusFactory(languages=["en", "es"])
+    response = staff_client.get(reverse("run-start"), {"src_corpus": corpus.pk, "k": "7"}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert html.lstrip().startswith('<form method="post"') and "<html" not in html
+    assert '<option value="es"' in html and '<option value="de"' not in html
+    assert 'value="7"' in html  # the other values survive the refresh
+    assert '<option value="es" selected>' in html  # the target defaults to the other language
