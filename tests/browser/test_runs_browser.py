@@ -52,6 +52,7 @@ def test_progress_polls_until_the_run_ends(page, staff, screenshot):
     page.wait_for_selector("#run-progress[data-status=running]")
     MiningRun.objects.filter(pk=run.pk).update(done=7)
     page.wait_for_function("document.querySelector('.run-done').textContent.trim() === '7'", timeout=10_000)
+    screenshot(page, "run-progress")
     polls = []
     page.on("request", lambda req: polls.append(req.url) if "/progress/" in req.url else None)
     MiningRun.objects.filter(pk=run.pk).update(status=JobStatus.SUCCEEDED, stage="done", finished_at=timezone.now(),
