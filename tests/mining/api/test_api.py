@@ -140,3 +140,18 @@ def test_openapi_schema_lists_endpoints(staff_client):
     text = response.content.decode()
     for p in ("/api/runs/", "/api/runs/{id}/candidates/", "/api/runs/{id}/export/", "/api/corpora/"):
         assert p in text
+
+
+def test_session_auth_requires_csrf_but_token_does_not(staff_user, staff_api, no_enqueue):
+    from django.test import Client
+
+    corpus = CorpusFactory(languages=["en", "fr"])
+    payload = {"src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr"}
+    session_api = APIClient(enforce_csrf_checks=True)
+    session_api.force_login(staff_user)
+    assert session_api.post("/api/runs/", payload, format="json").status_code == 403
+    page_client = Client(enforce_csrf_checks=True)
+    page_client.force_login(staff_user)
+    assert page_client.post("/runs/new/", {**payload, "kind": "sentence"}).status_code == 403
+    assert not MiningRun.objects.exists()
+    assert staff_api.post("/api/runs/", payload, format="json").status_code == 201
