@@ -1,7 +1,10 @@
 """kNN paths against a brute-force numpy oracle, with odd batch and tile sizes."""
 
+import threading
+
 import numpy as np
 import pytest
+import torch
 
 from mining.core.knn import (
     KnnMethod,
@@ -61,11 +64,28 @@ def test_knn_both_ways_matches_oracle(tile: tuple[int, int], k: int) -> None:
     _assert_same_knn(res.bwd_sims, res.bwd_ids, tgt, src, k)
 
 
+@pytest.mark.parametrize(("workers", "tile"), [(2, (5, 7)), (3, (4, 1000)), (8, (16, 9))])
+def test_knn_both_ways_parallel_workers_match_oracle(workers: int, tile: tuple[int, int]) -> None:
+    rng = np.random.default_rng(11)
+    src, tgt = _clustered(rng, 71, 12, 6), _clustered(rng, 38, 12, 6)
+    main = threading.get_ident()
+    calls: list[tuple[int, int, int]] = []
+    threads_before = torch.get_num_threads()
+    res = knn_both_ways(
+        src, tgt, 4, tile=tile, workers=workers, progress=lambda d, t: calls.append((d, t, threading.get_ident()))
+    )
+    _assert_same_knn(res.fwd_sims, res.fwd_ids, src, tgt, 4)
+    _assert_same_knn(res.bwd_sims, res.bwd_ids, tgt, src, 4)
+    assert [c[0] for c in calls] == sorted(c[0] for c in calls) and calls[-1][:2] == (71, 71)
+    assert all(c[2] == main for c in calls), "progress must be called from the calling thread"
+    assert torch.get_num_threads() == threads_before
+
+
 def test_knn_both_ways_clips_k_and_reports_progress() -> None:
     rng = np.random.default_rng(2)
     src, tgt = _unit(rng, 9, 8), _unit(rng, 3, 8)
     seen: list[tuple[int, int]] = []
-    res = knn_both_ways(src, tgt, 5, tile=(4, 2), progress=lambda done, total: seen.append((done, total)))
+    res = knn_both_ways(src, tgt, 5, tile=(4, 2), workers=1, progress=lambda done, total: seen.append((done, total)))
     assert res.fwd_ids.shape == (9, 3) and res.bwd_ids.shape == (3, 5)
     assert sorted(res.fwd_ids[0].tolist()) == [0, 1, 2]
     _assert_same_knn(res.bwd_sims, res.bwd_ids, tgt, src, 5)
