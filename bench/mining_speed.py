@@ -39,6 +39,9 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--spread", type=float, default=2.0, help="within-cluster noise (2.0: cos to centre ~0.45)")
     p.add_argument("--pair-noise", type=float, default=1.0, help="noise of target copies (1.0: pair cos ~0.71)")
     p.add_argument("--tile", type=int, nargs=2, default=(512, 2048), help="exact-search tile (src rows, tgt rows)")
+    p.add_argument(
+        "--gemm-tile", type=int, nargs=2, default=(2048, 4096), help="second tiling tried for the GEMM yardstick"
+    )
     p.add_argument("--nprobe", type=int, default=16)
     p.add_argument("--nlist", type=int, default=None, help="IVF lists (default about 4 sqrt(n))")
     p.add_argument("--sample", type=int, default=2000, help="queries per side for recall against exact")
@@ -210,8 +213,11 @@ def run_size(n: int, args: argparse.Namespace, report: Report, with_exact: bool)
 
     exact_knn = exact_cand = None
     if with_exact:
-        with report.stage(f"{n}: yardstick fp32 GEMM (tiled)"):
-            gemm_yardstick(src, tgt, tile)
+        # The yardstick is the faster of two tilings (the kNN's own and a large one): the stricter bar.
+        gemm_tiles = [tile] + ([tuple(args.gemm_tile)] if tuple(args.gemm_tile) != tile else [])
+        for gt in gemm_tiles:
+            with report.stage(f"{n}: yardstick fp32 GEMM, tiles {gt}"):
+                gemm_yardstick(src, tgt, gt)
         with report.stage(f"{n}: exact kNN both ways"):
             exact_knn = knn_both_ways(src, tgt, args.k, tile=tile, progress=progress)
         with report.stage(f"{n}: margin + max-score (exact)"):
@@ -222,12 +228,12 @@ def run_size(n: int, args: argparse.Namespace, report: Report, with_exact: bool)
                 n_rows = copy_candidates(args.copy_dsn, exact_cand)
             copy_s = report.seconds(f"{n}: COPY candidates")
             print(f"  COPY wrote {n_rows:,} rows")
-        gemm = report.seconds(f"{n}: yardstick fp32 GEMM (tiled)")
+        gemm = min(report.seconds(f"{n}: yardstick fp32 GEMM, tiles {gt}") for gt in gemm_tiles)
         total = (
             report.seconds(f"{n}: exact kNN both ways") + report.seconds(f"{n}: margin + max-score (exact)") + copy_s
         )
         gflops = 2 * n * n * args.d / gemm / 1e9
-        print(f"  yardstick GEMM: {gemm:.2f} s ({gflops:.0f} GFLOP/s)")
+        print(f"  yardstick GEMM (best tiling): {gemm:.2f} s ({gflops:.0f} GFLOP/s)")
         what = "kNN + margin + max-score" + (" + COPY" if args.copy_dsn else " (no COPY: pass --copy-dsn)")
         print(f"  exact mining ({what}): {total:.2f} s = {total / gemm:.3f} x the GEMM (target <= 1.2)")
         print(f"  exact candidates: {len(exact_cand):,}")

@@ -138,6 +138,14 @@ def test_ivf_is_seeded() -> None:
     np.testing.assert_array_equal(a[1], b[1])
 
 
+def test_both_ways_approx_query_by_query_path() -> None:
+    rng = np.random.default_rng(10)
+    src, tgt = _clustered(rng, 400, 16, 8), _clustered(rng, 300, 16, 8)
+    res = knn_both_ways_approx(src, tgt, 3, nlist=4, nprobe=4, big_batch=False)
+    _assert_same_knn(res.fwd_sims, res.fwd_ids, src, tgt, 3)
+    _assert_same_knn(res.bwd_sims, res.bwd_ids, tgt, src, 3)
+
+
 def test_both_ways_approx_and_dispatch() -> None:
     rng = np.random.default_rng(8)
     src, tgt = _clustered(rng, 1500, 16, 20), _clustered(rng, 1200, 16, 20)
