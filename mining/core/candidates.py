@@ -102,6 +102,14 @@ def greedy_one_to_one(src: np.ndarray, tgt: np.ndarray) -> np.ndarray:
     return keep
 
 
+def _member(keys: np.ndarray, sorted_pool: np.ndarray) -> np.ndarray:
+    """(m,) bool: which keys occur in the ascending int64 array ``sorted_pool`` (binary search)."""
+    if sorted_pool.size == 0:
+        return np.zeros(keys.shape[0], dtype=bool)
+    pos = np.minimum(np.searchsorted(sorted_pool, keys), sorted_pool.size - 1)
+    return sorted_pool[pos] == keys
+
+
 def _rank_in_forward(fwd_ids: np.ndarray, src: np.ndarray, tgt: np.ndarray) -> np.ndarray:
     """0-based position of each tgt in its source's neighbour list, -1 if absent."""
     if src.size == 0:
@@ -146,24 +154,32 @@ def mine_candidates(
     f_key = f_src * n_tgt + f_tgt
     b_key = b_src * n_tgt + b_tgt
 
+    # f_key is ascending (one best target per source, sources in order); sort b_key likewise.
+    b_order = np.argsort(b_key, kind="stable")
+    b_src, b_tgt, b_cos, b_score, b_key = (
+        b_src[b_order],
+        b_tgt[b_order],
+        b_cos[b_order],
+        b_score[b_order],
+        b_key[b_order],
+    )
     if strategy is Strategy.FORWARD:
-        src, tgt, cos, score = f_src, f_tgt, f_cos, f_score
+        key, src, tgt, cos, score = f_key, f_src, f_tgt, f_cos, f_score
     elif strategy is Strategy.BACKWARD:
-        src, tgt, cos, score = b_src, b_tgt, b_cos, b_score
+        key, src, tgt, cos, score = b_key, b_src, b_tgt, b_cos, b_score
     else:
-        key = np.concatenate([f_key, b_key])
-        _, first = np.unique(key, return_index=True)
+        key, first = np.unique(np.concatenate([f_key, b_key]), return_index=True)
         src = np.concatenate([f_src, b_src])[first]
         tgt = np.concatenate([f_tgt, b_tgt])[first]
         cos = np.concatenate([f_cos, b_cos])[first]
         score = np.concatenate([f_score, b_score])[first]
 
-    order = np.lexsort((tgt, src, -score.astype(np.float64)))
-    src, tgt, cos, score = src[order], tgt[order], cos[order], score[order]
-
-    key = src * n_tgt + tgt
-    in_f = np.isin(key, f_key)
-    in_b = np.isin(key, b_key)
+    # Rows are in ascending key (source, target) order here: membership tests search sorted
+    # needles (cache-friendly), and a stable sort on -score breaks ties by key.
+    in_f = _member(key, f_key)
+    in_b = _member(key, b_key)
+    order = np.argsort(-score, kind="stable")
+    src, tgt, cos, score, in_f, in_b = src[order], tgt[order], cos[order], score[order], in_f[order], in_b[order]
     if strategy is Strategy.INTERSECTION:
         sel = in_f & in_b
     elif strategy is Strategy.MAX_SCORE:

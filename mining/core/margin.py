@@ -34,9 +34,11 @@ def neighbourhood_means(sims: np.ndarray, k: int) -> np.ndarray:
         raise ValueError(f"sims must be 2-d, got shape {sims.shape}")
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    head = np.asarray(sims[:, : min(k, sims.shape[1])], dtype=np.float64)
+    head = sims[:, : min(k, sims.shape[1])]
     valid = np.isfinite(head)
-    total = np.where(valid, head, 0.0).sum(axis=1)
+    if valid.all():
+        return head.mean(axis=1, dtype=np.float64).astype(np.float32)
+    total = np.where(valid, head, 0.0).sum(axis=1, dtype=np.float64)
     count = valid.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = total / count
