@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.utils import timezone
 
@@ -90,3 +92,46 @@ def test_results_compare_and_export_pages(page, staff, screenshot):
         page.click("#export-form button:not([formmethod])")
     lines = open(info.value.path(), encoding="utf-8").read().splitlines()
     assert len(lines) == 7  # scores >= 1.22 are ranks 1-8, less rank 4 which a pre-filter rejected
+
+
+def test_start_run_watch_it_finish_and_open_results(page, staff, screenshot, celery_worker_process):
+    corpus = small_corpus()
+    login(page, *staff)
+    screenshot(page, "dashboard")
+
+    page.click("#start-run")
+    with page.expect_response(lambda r: "/runs/new/" in r.url):  # htmx re-renders the form for this corpus
+        page.select_option("select[name=src_corpus]", str(corpus.pk))
+    page.wait_for_timeout(200)  # let htmx settle the swapped form
+    page.select_option("select[name=src_lang]", "en")
+    page.select_option("select[name=tgt_lang]", "fr")
+    page.fill("input[name=k]", "3")
+    screenshot(page, "run-start")
+    page.click("#run-start-form button[type=submit]")
+    try:
+        page.wait_for_url(re.compile(r"/runs/\d+/$"))
+    finally:
+        screenshot(page, "run-submitted")
+    run = MiningRun.objects.get(src_corpus=corpus)
+
+    page.wait_for_selector("#run-progress[data-status=succeeded], #run-progress[data-status=failed]",
+                           timeout=180_000)
+    screenshot(page, "run-finished")
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED, run.error
+    assert run.params["k"] == 3
+
+    page.click("#results-link")
+    page.wait_for_selector("table.candidates tr.candidate")
+    assert page.locator("#score-histogram svg").count() == 1
+    assert page.locator("#yield-curve svg path.yield").count() == 1
+    rows = page.locator("table.candidates tr.candidate")
+    assert rows.count() == len(PAIRS)
+    # Corpus text is escaped, never interpreted as markup.
+    assert page.locator("td.src", has_text="Log in <again> & retry.").count() == 1
+    screenshot(page, "run-results")
+
+    page.fill("input[name=q]", "password")
+    page.press("input[name=q]", "Enter")
+    page.wait_for_function("document.querySelectorAll('table.candidates tr.candidate').length === 1")
+    assert "password" in page.locator("table.candidates tr.candidate td.src").inner_text()
