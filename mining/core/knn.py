@@ -195,30 +195,32 @@ def knn_both_ways(
     if ts < 1 or tt < 1:
         raise ValueError(f"tile sizes must be positive, got {tile}")
     n_s, n_t = s.shape[0], t.shape[0]
+    if n_s == 0 or n_t == 0:
+        (fs, fi), (bs, bi) = _empty(n_s, min(k, n_t)), _empty(n_t, min(k, n_s))
+        return KnnResult(fwd_sims=fs, fwd_ids=fi, bwd_sims=bs, bwd_ids=bi)
     n_blocks = -(-n_s // ts)
     workers = max(1, min(int(workers or torch.get_num_threads()), n_blocks))
     fwd = _Heaps(n_s, min(k, n_t))
     bwds = [_Heaps(n_t, min(k, n_s)) for _ in range(workers)]
-    if n_s and n_t:
-        s_t, t_t = torch.from_numpy(s), torch.from_numpy(t)
-        src_ids, tgt_ids = np.arange(n_s, dtype=np.int64), np.arange(n_t, dtype=np.int64)
+    s_t, t_t = torch.from_numpy(s), torch.from_numpy(t)
+    src_ids, tgt_ids = np.arange(n_s, dtype=np.int64), np.arange(n_t, dtype=np.int64)
 
-        def run(worker: int, report: Callable[[int], None]) -> None:
-            if workers > 1:
-                faiss.omp_set_num_threads(1)  # OpenMP ICVs are per thread: this worker only
-            bwd = bwds[worker]
-            buf = torch.empty(min(ts, n_s) * min(tt, n_t), dtype=torch.float32)
-            for block in range(worker, n_blocks, workers):
-                i0, i1 = block * ts, min(block * ts + ts, n_s)
-                for j0 in range(0, n_t, tt):
-                    j1 = min(j0 + tt, n_t)
-                    tile_t = buf[: (i1 - i0) * (j1 - j0)].view(i1 - i0, j1 - j0)
-                    torch.mm(s_t[i0:i1], t_t[j0:j1].T, out=tile_t)
-                    _add_rows(fwd, tile_t, i0, tgt_ids[j0:j1])
-                    _add_rows(bwd, tile_t.T, j0, src_ids[i0:i1])
-                report(i1 - i0)
+    def run(worker: int, report: Callable[[int], None]) -> None:
+        if workers > 1:
+            faiss.omp_set_num_threads(1)  # OpenMP ICVs are per thread: this worker only
+        bwd = bwds[worker]
+        buf = torch.empty(min(ts, n_s) * min(tt, n_t), dtype=torch.float32)
+        for block in range(worker, n_blocks, workers):
+            i0, i1 = block * ts, min(block * ts + ts, n_s)
+            for j0 in range(0, n_t, tt):
+                j1 = min(j0 + tt, n_t)
+                tile_t = buf[: (i1 - i0) * (j1 - j0)].view(i1 - i0, j1 - j0)
+                torch.mm(s_t[i0:i1], t_t[j0:j1].T, out=tile_t)
+                _add_rows(fwd, tile_t, i0, tgt_ids[j0:j1])
+                _add_rows(bwd, tile_t.T, j0, src_ids[i0:i1])
+            report(i1 - i0)
 
-        _run_workers(run, workers, n_s, progress)
+    _run_workers(run, workers, n_s, progress)
     fwd_sims, fwd_ids = fwd.result()
     bwd_sims, bwd_ids = _merge_heaps([h.result() for h in bwds], min(k, n_s))
     return KnnResult(fwd_sims=fwd_sims, fwd_ids=fwd_ids, bwd_sims=bwd_sims, bwd_ids=bwd_ids)

@@ -169,3 +169,11 @@ def test_build_ivf_reusable_index() -> None:
     assert index.ntotal == 0  # emptied again for the other direction
     sims, ids = knn_search(x[:10], x, 1, method=KnnMethod.EXACT)
     np.testing.assert_array_equal(ids[:, 0], np.arange(10))
+
+
+def test_empty_sides() -> None:
+    rng = np.random.default_rng(12)
+    res = knn_both_ways(np.zeros((0, 4), dtype=np.float32), _unit(rng, 5, 4), 3)
+    assert res.fwd_ids.shape == (0, 3) and res.bwd_ids.shape == (5, 0)
+    sims, ids = knn_exact(_unit(rng, 2, 4), np.zeros((0, 4), dtype=np.float32), 3)
+    assert sims.shape == ids.shape == (2, 0)
