@@ -134,3 +134,13 @@ def test_rejects_string_options() -> None:
     knn = _oracle_knn(np.eye(2, dtype=np.float32), np.eye(2, dtype=np.float32), 2)
     with pytest.raises(TypeError):
         mine_candidates(knn, strategy="max_score")  # type: ignore[arg-type]
+
+
+def test_does_not_mutate_knn_arrays() -> None:
+    rng = np.random.default_rng(5)
+    knn = _oracle_knn(_unit(rng, 20, 6), _unit(rng, 15, 6), 4)
+    before = [a.copy() for a in (knn.fwd_sims, knn.fwd_ids, knn.bwd_sims, knn.bwd_ids)]
+    for strategy in Strategy:
+        mine_candidates(knn, k=3, strategy=strategy, threshold=1.0)
+    for a, b in zip(before, (knn.fwd_sims, knn.fwd_ids, knn.bwd_sims, knn.bwd_ids), strict=True):
+        np.testing.assert_array_equal(a, b)
