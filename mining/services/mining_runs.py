@@ -6,7 +6,6 @@ Stages (each timed in run.timings): embed-src, embed-tgt (sharded, resumable), k
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterator
@@ -147,7 +146,7 @@ def write_sentence_candidates(*, run: MiningRun, cands: Candidates, reasons: lis
             if reasons[i]:
                 evidence["filter"] = reasons[i]
             yield (run.pk, int(s_db[i]), int(t_db[i]), float(cands.cosine[i]), float(cands.score[i]), i + 1,
-                   strategy, reasons[i], json.dumps(evidence))
+                   strategy, reasons[i], evidence)
 
     return copy_rows(
         SentencePairCandidate,

@@ -1,0 +1,94 @@
+"""The sentence-mining run end to end on a small real bilingual corpus, with the default pretrained encoder."""
+
+from __future__ import annotations
+
+import pytest
+
+from mining.models import Corpus, Document, JobStatus, RunKind, Sentence, SentencePairCandidate
+from mining.services.embeddings import embeddings_dir
+from mining.services.execute import execute_run_service
+from mining.services.runs import run_create, run_retry
+
+PAIRS = [
+    ("The file could not be opened.", "Le fichier n'a pas pu être ouvert."),
+    ("Please enter a valid email address.", "Veuillez saisir une adresse électronique valide."),
+    ("This field is required.", "Ce champ est obligatoire."),
+    ("Your password has been changed successfully.", "Votre mot de passe a été modifié avec succès."),
+    ("The server is not responding at the moment.", "Le serveur ne répond pas pour le moment."),
+    ("Delete the selected items from the list.", "Supprimer les éléments sélectionnés de la liste."),
+    ("Search results for your query are shown below.", "Les résultats de recherche pour votre requête sont affichés ci-dessous."),
+    ("The download will start in a few seconds.", "Le téléchargement commencera dans quelques secondes."),
+    ("You do not have permission to view this page.", "Vous n'avez pas la permission de voir cette page."),
+    ("Save your changes before closing the window.", "Enregistrez vos modifications avant de fermer la fenêtre."),
+    ("The package was installed without errors.", "Le paquet a été installé sans erreur."),
+    ("Choose a language from the menu.", "Choisissez une langue dans le menu."),
+]
+
+
+def _corpus(name: str = "mini-en-fr") -> Corpus:
+    corpus = Corpus.objects.create(name=name, languages=["en", "fr"])
+    docs = {lang: Document.objects.create(corpus=corpus, lang=lang, external_id="doc") for lang in ("en", "fr")}
+    for i, (en, fr) in enumerate(PAIRS):
+        Sentence.objects.create(corpus=corpus, document=docs["en"], lang="en", position=i, text=en, norm_hash=hash(en),
+                                detected_lang="en")
+        # The French side in another order, so position gives nothing away.
+        j = len(PAIRS) - 1 - i
+        Sentence.objects.create(corpus=corpus, document=docs["fr"], lang="fr", position=j, text=fr, norm_hash=hash(fr),
+                                detected_lang="fr")
+    return corpus
+
+
+@pytest.mark.django_db
+def test_sentence_run_finds_the_translations_and_stores_evidence():
+    corpus = _corpus()
+    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr",
+                     params={"k": 3, "filters": True}, enqueue=False)
+
+    result = execute_run_service(run=run)
+
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED, run.error
+    assert result["candidates"] == len(PAIRS)
+    assert set(run.timings) >= {"embed-src", "embed-tgt", "knn", "score", "filter", "write"}
+    cands = list(SentencePairCandidate.objects.filter(run=run).select_related("src", "tgt").order_by("rank"))
+    assert [c.rank for c in cands] == list(range(1, len(PAIRS) + 1))
+    assert all(cands[i].score >= cands[i + 1].score for i in range(len(cands) - 1))
+    gold = dict(PAIRS)
+    correct = sum(gold[c.src.text] == c.tgt.text for c in cands)
+    assert correct >= len(PAIRS) - 1
+    ev = cands[0].evidence
+    assert {"cosine", "fwd_mean", "bwd_mean", "margin", "src_neighbours", "tgt_neighbours"} <= set(ev)
+    assert len(ev["src_neighbours"]) == 3
+
+
+@pytest.mark.django_db
+def test_rerun_reuses_embedding_shards(monkeypatch):
+    corpus = _corpus("mini-rerun")
+    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    shard = embeddings_dir(corpus, run.encoder, "en") / "shard-00000.npz"
+    assert shard.exists()
+    mtime = shard.stat().st_mtime_ns
+
+    # A failed run re-run resumes: the embeddings on disk are reused, candidates are rewritten, not duplicated.
+    from mining.models import MiningRun
+
+    MiningRun.objects.filter(pk=run.pk).update(status=JobStatus.FAILED)
+    run.refresh_from_db()
+    run_retry(run=run)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED
+    assert shard.stat().st_mtime_ns == mtime
+    assert SentencePairCandidate.objects.filter(run=run).count() == len(PAIRS)
+
+
+@pytest.mark.django_db
+def test_run_without_sentences_fails_with_a_clear_error():
+    corpus = Corpus.objects.create(name="empty", languages=[])
+    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.FAILED
+    assert "nothing to mine" in run.error

@@ -1,0 +1,56 @@
+"""Training the DAN encoder through a run, then mining with the artefact it registers."""
+
+import pytest
+
+from mining.models import Artefact, ArtefactKind, GoldSentencePair, JobStatus, RunKind, Sentence, SentencePairCandidate
+from mining.services.execute import execute_run_service
+from mining.services.runs import run_create
+from tests.mining.services.test_mining_runs import PAIRS, _corpus
+
+
+def _with_gold(name: str):
+    corpus = _corpus(name)
+    en = {s.text: s for s in Sentence.objects.filter(corpus=corpus, lang="en")}
+    fr = {s.text: s for s in Sentence.objects.filter(corpus=corpus, lang="fr")}
+    for e, f in PAIRS:
+        GoldSentencePair.objects.create(corpus=corpus, src=en[e], tgt=fr[f])
+    return corpus
+
+
+@pytest.mark.django_db
+def test_train_encoder_run_registers_a_versioned_artefact_that_mining_can_use():
+    corpus = _with_gold("train-mini")
+    params = {"epochs": 2, "hard_epochs": 1, "hard_negatives": 2, "batch_size": 8, "n_buckets": 4096, "seed": 1}
+    run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=params,
+                     enqueue=False)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED, run.error
+    artefact = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="dan")
+    assert artefact.version == 1 and artefact.trained_on == corpus and artefact.metrics["train_pairs"] == len(PAIRS)
+
+    second = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=params,
+                        enqueue=False)
+    execute_run_service(run=second)
+    assert Artefact.objects.filter(kind=ArtefactKind.ENCODER, name="dan").order_by("-version").first().version == 2
+
+    mine = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", encoder=artefact,
+                      enqueue=False)
+    execute_run_service(run=mine)
+    mine.refresh_from_db()
+    assert mine.status == JobStatus.SUCCEEDED, mine.error
+    assert SentencePairCandidate.objects.filter(run=mine).count() > 0
+
+
+@pytest.mark.django_db
+def test_training_rejects_unknown_parameters_and_corpora_without_gold():
+    corpus = _corpus("no-gold")
+    run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr",
+                     params={"epoch": 3}, enqueue=False)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.FAILED and "unknown training parameters: epoch" in run.error
+    run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.FAILED and "0 gold en-fr pairs" in run.error
