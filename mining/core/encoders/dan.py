@@ -101,7 +101,9 @@ class DanTower(nn.Module):
 
     def __init__(self, config: DanConfig) -> None:
         super().__init__()
-        self.embedding = nn.EmbeddingBag(config.n_buckets, config.emb_dim, mode="sum", sparse=True)
+        # Passing the storage skips EmbeddingBag's own N(0, 1) fill of the (large) table before ours.
+        table = torch.empty(config.n_buckets, config.emb_dim)
+        self.embedding = nn.EmbeddingBag(config.n_buckets, config.emb_dim, mode="sum", sparse=True, _weight=table)
         nn.init.normal_(self.embedding.weight, std=config.init_std)
         widths = (config.emb_dim, *config.hidden)
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:], strict=True))

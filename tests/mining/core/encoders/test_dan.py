@@ -1,0 +1,194 @@
+"""The DAN dual encoder: features, architecture, seeded training, hard negatives, checkpoints, fine-tuning."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from mining.core.encoders import UnsupportedLanguage, get_encoder
+from mining.core.encoders.dan import DanConfig, DanEncoder, Side, build_model, load_checkpoint
+from mining.core.encoders.dan_train import fine_tune_dan, mine_hard_negatives, train_dan
+from mining.core.encoders.tokenize import FeatureHasher, HashedBatch, tokenize
+from tests.mining.core.encoders.helpers import p_at_1, toy_bitext
+
+SMALL = DanConfig(n_buckets=4096, batch_size=32, epochs=4, hard_epochs=1, hard_negatives=3)
+SRC, TGT = toy_bitext(300, seed=0)
+TRAIN_S, TRAIN_T, TEST_S, TEST_T = SRC[:200], TGT[:200], SRC[200:], TGT[200:]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def trained() -> DanEncoder:
+    return train_dan(TRAIN_S, TRAIN_T, src_lang="en", tgt_lang="fr", config=SMALL, seed=0)
+
+
+def _weights(enc: DanEncoder) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in enc.model.state_dict().items()}
+
+
+def _assert_same_weights(a: DanEncoder, b: DanEncoder) -> None:
+    wa, wb = _weights(a), _weights(b)
+    assert wa.keys() == wb.keys()
+    for key in wa:
+        assert torch.equal(wa[key], wb[key]), key
+
+
+def test_tokenize_lowercases_and_splits_unicode():
+    assert tokenize("Héllo, WÖRLD! l'été 3.5") == ["héllo", ",", "wörld", "!", "l", "'", "été", "3", ".", "5"]
+    assert tokenize("日本語です") == ["日", "本", "語", "で", "す"]
+
+
+def test_hashed_features_unigrams_then_bigrams_and_take():
+    hasher = FeatureHasher(1 << 20)
+    batch = hasher(["a b c", "", "c b a", "a"])
+    np.testing.assert_array_equal(batch.counts, [5, 0, 5, 1])
+    abc, cba = batch.ids[0:5], batch.ids[5:10]
+    assert sorted(abc[:3]) == sorted(cba[:3])  # same words
+    assert not set(abc[3:]) & set(cba[3:])  # bigrams depend on order
+    assert batch.ids[10] == abc[0]
+    sub = batch.take(np.array([2, 1, 3]))
+    np.testing.assert_array_equal(sub.offsets, [0, 5, 5, 6])
+    np.testing.assert_array_equal(sub.ids, np.concatenate([cba, [abc[0]]]))
+    assert isinstance(sub, HashedBatch) and batch.ids.max() < (1 << 20)
+
+
+def test_hashing_is_stable_across_processes():
+    code = "from mining.core.encoders.tokenize import FeatureHasher; print(FeatureHasher(1000)(['x y z']).ids.tolist())"
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": seed}
+        ).stdout
+        for seed in ("1", "2")
+    ]
+    assert runs[0] == runs[1] == str(FeatureHasher(1000)(["x y z"]).ids.tolist()) + "\n"
+
+
+def test_default_architecture_and_encode_contract():
+    model = build_model(DanConfig(), seed=0)
+    widths = [(layer.in_features, layer.out_features) for layer in model.source.layers]
+    assert widths == [(320, 320), (320, 320), (320, 500), (500, 500)]
+    assert model.source.projection.out_features == 512
+    assert model.source.embedding.weight.shape == (2**18, 320)
+    assert model.source.embedding.weight.data_ptr() != model.target.embedding.weight.data_ptr()
+    enc = DanEncoder(model, "en", "fr")
+    out = enc.encode(["Hello world", "", "Un deux trois"], "en")
+    assert out.shape == (3, 512) and out.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-5)
+    with pytest.raises(UnsupportedLanguage):
+        enc.encode(["x"], "de")
+    with pytest.raises(ValueError, match="must differ"):
+        DanEncoder(model, "en", "en_GB")
+
+
+def test_towers_are_chosen_by_language(trained):
+    texts = TEST_S[:5]
+    src_side = trained.encode(texts, "en")
+    tgt_side = trained.encode(texts, "fr_FR")
+    assert trained.side_of("fr") is Side.TARGET
+    assert not np.allclose(src_side, tgt_side)
+
+
+def test_training_beats_chance_on_held_out_pairs(trained):
+    untrained = DanEncoder(build_model(SMALL, seed=0), "en", "fr")
+    chance = p_at_1(untrained.encode(TEST_S, "en"), untrained.encode(TEST_T, "fr"))
+    after = p_at_1(trained.encode(TEST_S, "en"), trained.encode(TEST_T, "fr"))
+    assert chance < 0.2
+    assert after > 0.7, after
+
+
+def test_same_seed_same_weights_other_seed_differs(trained):
+    seen = []
+    again = train_dan(
+        TRAIN_S, TRAIN_T, src_lang="en", tgt_lang="fr", config=SMALL, seed=0, progress=lambda d, t: seen.append((d, t))
+    )
+    _assert_same_weights(trained, again)
+    assert seen[-1] == (6 * 5, 6 * 5) and [d for d, _ in seen] == list(range(1, 31))
+    other = train_dan(TRAIN_S, TRAIN_T, src_lang="en", tgt_lang="fr", config=SMALL, seed=1, hard_negatives=False)
+    assert not torch.equal(other.model.source.projection.weight, trained.model.source.projection.weight)
+
+
+def test_checkpoint_round_trip_gives_identical_embeddings(trained, tmp_path):
+    path = tmp_path / "dan.pt"
+    trained.save(path)
+    loaded = DanEncoder.load(path)
+    for lang, texts in (("en", TEST_S), ("fr", TEST_T)):
+        np.testing.assert_array_equal(loaded.encode(texts, lang), trained.encode(texts, lang))
+    assert get_encoder("dan", path=str(path)).languages == frozenset({"en", "fr"})
+    with pytest.raises(FileNotFoundError):
+        DanEncoder.load(tmp_path / "missing.pt")
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_resume_after_a_crash_ends_with_the_same_weights(trained, tmp_path):
+    path = tmp_path / "run.pt"
+    config = DanConfig(**{**SMALL.to_dict(), "checkpoint_every": 4})
+
+    def crash_in_stage_two(done: int, total: int) -> None:
+        if done == 27:  # stage 1 is 24 steps; the last checkpoint is at step 24 (and after mining)
+            raise _Crash
+
+    with pytest.raises(_Crash):
+        train_dan(TRAIN_S, TRAIN_T, src_lang="en", tgt_lang="fr", config=config, seed=0, checkpoint_path=path,
+                  progress=crash_in_stage_two)  # fmt: skip
+    saved = load_checkpoint(path)
+    assert not saved["finished"] and saved["train_state"]["stage"] == 2 and saved["train_state"]["hard"] is not None
+    with pytest.raises(ValueError, match="different training run"):
+        train_dan(TRAIN_S, TRAIN_T, src_lang="en", tgt_lang="fr", config=config, seed=5, checkpoint_path=path)
+    steps = []
+    resumed = train_dan(TRAIN_S, TRAIN_T, src_lang="en", tgt_lang="fr", config=config, seed=0, checkpoint_path=path,
+                        progress=lambda d, t: steps.append(d))  # fmt: skip
+    assert steps == list(range(25, 31))
+    _assert_same_weights(trained, resumed)
+    assert load_checkpoint(path)["finished"]
+    np.testing.assert_array_equal(DanEncoder.load(path).encode(TEST_T, "fr"), trained.encode(TEST_T, "fr"))
+
+
+def test_mined_hard_negatives_are_the_best_non_gold_targets():
+    rng = np.random.default_rng(3)
+    src = rng.normal(size=(20, 8)).astype(np.float32)
+    tgt = rng.normal(size=(30, 8)).astype(np.float32)
+    src /= np.linalg.norm(src, axis=1, keepdims=True)
+    tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
+    gold_s = np.array([*range(20), 0, 0])
+    gold_t = np.array([*range(20), 5, 29])
+    got = mine_hard_negatives(src, tgt, gold_s, gold_t, 4, batch_size=7)
+    scores = src @ tgt.T
+    for i in range(20):
+        excluded = set(gold_t[gold_s == i])
+        oracle = [j for j in np.argsort(-scores[i]) if j not in excluded][:4]
+        assert got[i].tolist() == oracle
+    few = mine_hard_negatives(src, tgt[:3], np.arange(3), np.arange(3), 3)
+    assert (few[:3, 2] == -1).all() and (few[3:] >= 0).all()
+
+
+def test_fine_tune_pushes_bad_pairs_down_without_touching_the_input(trained):
+    before = _weights(trained)
+    bad = [(TEST_S[i], TEST_T[(i + 1) % 20]) for i in range(20)]
+
+    def bad_scores(enc: DanEncoder) -> np.ndarray:
+        u = enc.encode([s for s, _ in bad], "en")
+        v = enc.encode([t for _, t in bad], "fr")
+        return (u * v).sum(axis=1)
+
+    positives = list(zip(TRAIN_S[:96], TRAIN_T[:96], strict=True))
+    tuned = fine_tune_dan(trained, positives, bad, epochs=3, seed=0)
+    assert bad_scores(tuned).mean() < bad_scores(trained).mean() - 0.1
+    assert p_at_1(tuned.encode(TEST_S, "en"), tuned.encode(TEST_T, "fr")) > 0.6
+    for key, value in trained.model.state_dict().items():
+        assert torch.equal(value, before[key]), key
+    again = fine_tune_dan(trained, positives, bad, epochs=3, seed=0)
+    _assert_same_weights(tuned, again)
