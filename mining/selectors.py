@@ -5,7 +5,7 @@ Every function here reads only; each list is a fixed number of queries whatever 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -171,47 +171,80 @@ def filter_reasons(*, run: MiningRun) -> list[tuple[str, int]]:
 
 @dataclass(frozen=True)
 class ScoreHistogram:
-    """Score distribution in equal-width bins: edges (bins+1,), all and kept (unfiltered) counts per bin."""
+    """Score distribution in equal-width bins: edges (bins+1,); per bin all, kept (unfiltered), labelled and GOOD
+    (kept pairs with labels / with more GOOD than BAD labels) counts."""
 
     edges: list[float]
     counts: list[int]
     kept_counts: list[int]
+    labelled_counts: list[int] = field(default_factory=list)
+    good_counts: list[int] = field(default_factory=list)
 
     @property
     def total(self) -> int:
         return sum(self.counts)
 
+    @staticmethod
+    def _suffix_sums(values: list[int]) -> list[int]:
+        out, running = [0] * len(values), 0
+        for i in range(len(values) - 1, -1, -1):
+            running += values[i]
+            out[i] = running
+        return out
+
     def yield_curve(self) -> list[tuple[float, int]]:
         """(threshold, pairs kept) at each bin's lower edge: unfiltered pairs scoring at least the threshold."""
-        out, running = [], 0
-        for i in range(len(self.kept_counts) - 1, -1, -1):
-            running += self.kept_counts[i]
-            out.append((self.edges[i], running))
-        return out[::-1]
+        return list(zip(self.edges[:-1], self._suffix_sums(self.kept_counts), strict=True))
+
+    def threshold_table(self) -> list[tuple[float, int, int, float | None]]:
+        """(threshold, pairs kept, labelled among them, precision on the labelled) at each bin's lower edge."""
+        kept = self._suffix_sums(self.kept_counts)
+        labelled = self._suffix_sums(self.labelled_counts or [0] * len(self.counts))
+        good = self._suffix_sums(self.good_counts or [0] * len(self.counts))
+        return [(t, k, n, g / n if n else None)
+                for t, k, n, g in zip(self.edges[:-1], kept, labelled, good, strict=True)]
+
+
+def _label_join(run: MiningRun) -> tuple[str, list[Any]]:
+    """SQL joining each candidate of the run to its GOOD/BAD label counts (l.g, l.b); empty without labels."""
+    label = label_model()
+    if label is None:
+        return "", []
+    fk = label._meta.get_field("sentence_pair").column
+    verdict = label._meta.get_field("verdict").column
+    cand = SentencePairCandidate._meta.db_table
+    sql = (f"LEFT JOIN (SELECT {fk} AS cid, count(*) FILTER (WHERE {verdict} = %s) AS g, "
+           f"count(*) FILTER (WHERE {verdict} = %s) AS b FROM {label._meta.db_table} "
+           f"WHERE {fk} IN (SELECT id FROM {cand} WHERE run_id = %s) GROUP BY {fk}) l ON l.cid = c.id")
+    return sql, [GOOD, BAD, run.pk]
 
 
 def score_histogram(*, run: MiningRun, bins: int = 40) -> ScoreHistogram:
-    """One aggregate query (width_bucket over [min, max]); never loads the rows."""
+    """One aggregate query (width_bucket over [min, max], labels joined per candidate); never loads the rows."""
     table = SentencePairCandidate._meta.db_table
+    join, join_params = _label_join(run)
+    labelled, good = ("count(*) FILTER (WHERE c.filter_reason = '' AND l.cid IS NOT NULL)",
+                      "count(*) FILTER (WHERE c.filter_reason = '' AND l.g > l.b)") if join else ("0", "0")
     sql = f"""
         WITH b AS (SELECT min(score) AS lo, max(score) AS hi FROM {table} WHERE run_id = %s)
         SELECT b.lo, b.hi, least(width_bucket(c.score, b.lo, b.hi + 1e-9, %s), %s) AS bucket,
-               count(*), count(*) FILTER (WHERE c.filter_reason = '')
-        FROM {table} c CROSS JOIN b WHERE c.run_id = %s GROUP BY b.lo, b.hi, bucket ORDER BY bucket
+               count(*), count(*) FILTER (WHERE c.filter_reason = ''), {labelled}, {good}
+        FROM {table} c CROSS JOIN b {join} WHERE c.run_id = %s GROUP BY b.lo, b.hi, bucket ORDER BY bucket
     """
     with connection.cursor() as cur:
-        cur.execute(sql, [run.pk, bins, bins, run.pk])
+        cur.execute(sql, [run.pk, bins, bins, *join_params, run.pk])
         rows = cur.fetchall()
     if not rows:
         return ScoreHistogram(edges=[], counts=[], kept_counts=[])
     lo, hi = float(rows[0][0]), float(rows[0][1])
     width = (hi + 1e-9 - lo) / bins
     edges = [lo + i * width for i in range(bins + 1)]
-    counts, kept = [0] * bins, [0] * bins
-    for _, _, bucket, n, n_kept in rows:
-        counts[int(bucket) - 1] += n
-        kept[int(bucket) - 1] += n_kept
-    return ScoreHistogram(edges=edges, counts=counts, kept_counts=kept)
+    counts, kept, n_labelled, n_good = [0] * bins, [0] * bins, [0] * bins, [0] * bins
+    for _, _, bucket, n, n_kept, n_lab, n_g in rows:
+        i = int(bucket) - 1
+        counts[i], kept[i], n_labelled[i], n_good[i] = n, n_kept, n_lab, n_g
+    return ScoreHistogram(edges=edges, counts=counts, kept_counts=kept, labelled_counts=n_labelled,
+                          good_counts=n_good)
 
 
 # --- comparison -------------------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ def run_results(request: HttpRequest, pk: int) -> HttpResponse:
     context.update(
         histogram=histogram_svg(hist.edges, hist.counts, hist.kept_counts, threshold=threshold),
         yield_chart=yield_svg(hist.yield_curve(), threshold=threshold),
-        yield_rows=hist.yield_curve()[:: max(1, len(hist.counts) // 10)],
+        threshold_rows=hist.threshold_table()[:: max(1, len(hist.counts) // 10)],
         total=hist.total, threshold=threshold, reasons=filter_reasons(run=run),
     )
     return render(request, "mining/run_results.html", context)
