@@ -14,7 +14,15 @@ from django.db import connection, models
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from .models import Corpus, GoldSentencePair, JobStatus, MiningRun, SentencePairCandidate
+from .models import (
+    Corpus,
+    DocumentPairCandidate,
+    GoldSentencePair,
+    JobStatus,
+    MiningRun,
+    RunKind,
+    SentencePairCandidate,
+)
 
 GOOD, BAD = "GOOD", "BAD"
 
@@ -90,43 +98,55 @@ def kept_q(*, threshold: float | None, include_filtered: bool = False) -> Q:
     return q
 
 
-def annotate_labels(qs: QuerySet[SentencePairCandidate]) -> QuerySet[SentencePairCandidate]:
-    """Add n_good / n_bad (labels of this candidate) as correlated subqueries: still one query."""
+def candidate_model(run: MiningRun) -> type[models.Model]:
+    """Document runs hold DocumentPairCandidate rows; every other kind SentencePairCandidate rows."""
+    return DocumentPairCandidate if run.kind == RunKind.DOCUMENT else SentencePairCandidate
+
+
+def _label_fk(model: type[models.Model]) -> str:
+    return "document_pair" if model is DocumentPairCandidate else "sentence_pair"
+
+
+def annotate_labels(qs: QuerySet) -> QuerySet:
+    """Add n_good / n_bad (labels of each candidate) as correlated subqueries: still one query."""
     label = label_model()
     if label is None:
         return qs.annotate(n_good=models.Value(0, output_field=models.IntegerField()),
                            n_bad=models.Value(0, output_field=models.IntegerField()))
+    fk = _label_fk(qs.model)
 
-    def count(verdict: str) -> models.Subquery:
-        sub = (label.objects.filter(sentence_pair=OuterRef("pk"), verdict=verdict).order_by()
-               .values("sentence_pair").annotate(c=Count("pk")).values("c"))
+    def count(verdict: str) -> models.Func:
+        sub = (label.objects.filter(**{fk: OuterRef("pk")}, verdict=verdict).order_by()
+               .values(fk).annotate(c=Count("pk")).values("c"))
         return models.functions.Coalesce(models.Subquery(sub, output_field=models.IntegerField()), 0)
 
     return qs.annotate(n_good=count(GOOD), n_bad=count(BAD))
 
 
-def filter_by_label(qs: QuerySet[SentencePairCandidate], state: str) -> QuerySet[SentencePairCandidate]:
-    """unlabelled / good / bad (majority of this candidate's labels; a tie is neither)."""
+def filter_by_label(qs: QuerySet, state: str) -> QuerySet:
+    """unlabelled / good / bad (majority of the candidate's labels; a tie is neither). Needs annotate_labels."""
     if not state:
         return qs
     label = label_model()
     if label is None:
         return qs if state == "unlabelled" else qs.none()
+    fk = _label_fk(qs.model)
     if state == "unlabelled":
-        return qs.filter(~Exists(label.objects.filter(sentence_pair=OuterRef("pk"))))
+        return qs.filter(~Exists(label.objects.filter(**{fk: OuterRef("pk")})))
     # The Exists() first lets Postgres semi-join the labels instead of counting them for every candidate.
     if state == "good":
-        return qs.filter(Exists(label.objects.filter(sentence_pair=OuterRef("pk"), verdict=GOOD)),
+        return qs.filter(Exists(label.objects.filter(**{fk: OuterRef("pk")}, verdict=GOOD)),
                          n_good__gt=models.F("n_bad"))
     if state == "bad":
-        return qs.filter(Exists(label.objects.filter(sentence_pair=OuterRef("pk"), verdict=BAD)),
+        return qs.filter(Exists(label.objects.filter(**{fk: OuterRef("pk")}, verdict=BAD)),
                          n_bad__gt=models.F("n_good"))
     raise ValueError(f"unknown label state {state!r}")
 
 
-def candidate_queryset(*, run: MiningRun, filters: dict[str, Any]) -> QuerySet[SentencePairCandidate]:
-    """A run's candidates, filtered, with both sentences joined and label counts, in rank order."""
-    qs = SentencePairCandidate.objects.filter(run=run)
+def candidate_queryset(*, run: MiningRun, filters: dict[str, Any]) -> QuerySet:
+    """A run's candidates (sentence or document pairs), filtered, with both sides joined and label counts, by rank."""
+    model = candidate_model(run)
+    qs = model.objects.filter(run=run)
     if filters.get("min_score") is not None:
         qs = qs.filter(score__gte=filters["min_score"])
     if filters.get("max_score") is not None:
@@ -135,7 +155,10 @@ def candidate_queryset(*, run: MiningRun, filters: dict[str, Any]) -> QuerySet[S
     if reason:
         qs = qs.filter(filter_reason="" if reason == "none" else reason)
     text = (filters.get("q") or "").strip()
-    if text:
+    if text and model is DocumentPairCandidate:
+        qs = qs.filter(Q(src__title__icontains=text) | Q(tgt__title__icontains=text)
+                       | Q(src__external_id__icontains=text) | Q(tgt__external_id__icontains=text))
+    elif text:
         qs = qs.filter(Q(src__text__icontains=text) | Q(tgt__text__icontains=text))
     qs = annotate_labels(qs)
     qs = filter_by_label(qs, filters.get("label") or "")
@@ -144,7 +167,7 @@ def candidate_queryset(*, run: MiningRun, filters: dict[str, Any]) -> QuerySet[S
 
 @dataclass(frozen=True)
 class CandidatePage:
-    items: list[SentencePairCandidate]
+    items: list[Any]
     next_after: int | None
 
 
@@ -161,7 +184,7 @@ def candidate_page(*, run: MiningRun, filters: dict[str, Any], after: int | None
 
 def filter_reasons(*, run: MiningRun) -> list[tuple[str, int]]:
     """(rule name, how many candidates it rejected), most frequent first."""
-    rows = (SentencePairCandidate.objects.filter(run=run).exclude(filter_reason="").order_by()
+    rows = (candidate_model(run).objects.filter(run=run).exclude(filter_reason="").order_by()
             .values_list("filter_reason").annotate(n=Count("pk")).order_by("-n"))
     return [(r, n) for r, n in rows]
 
@@ -210,9 +233,10 @@ def _label_join(run: MiningRun) -> tuple[str, list[Any]]:
     label = label_model()
     if label is None:
         return "", []
-    fk = label._meta.get_field("sentence_pair").column
+    model = candidate_model(run)
+    fk = label._meta.get_field(_label_fk(model)).column
     verdict = label._meta.get_field("verdict").column
-    cand = SentencePairCandidate._meta.db_table
+    cand = model._meta.db_table
     sql = (f"LEFT JOIN (SELECT {fk} AS cid, count(*) FILTER (WHERE {verdict} = %s) AS g, "
            f"count(*) FILTER (WHERE {verdict} = %s) AS b FROM {label._meta.db_table} "
            f"WHERE {fk} IN (SELECT id FROM {cand} WHERE run_id = %s) GROUP BY {fk}) l ON l.cid = c.id")
@@ -221,7 +245,7 @@ def _label_join(run: MiningRun) -> tuple[str, list[Any]]:
 
 def score_histogram(*, run: MiningRun, bins: int = 40) -> ScoreHistogram:
     """One aggregate query (width_bucket over [min, max], labels joined per candidate); never loads the rows."""
-    table = SentencePairCandidate._meta.db_table
+    table = candidate_model(run)._meta.db_table
     join, join_params = _label_join(run)
     labelled, good = ("count(*) FILTER (WHERE c.filter_reason = '' AND l.cid IS NOT NULL)",
                       "count(*) FILTER (WHERE c.filter_reason = '' AND l.g > l.b)") if join else ("0", "0")

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 
 from ..charts import histogram_svg, yield_svg
 from ..forms import CandidateFilterForm
-from ..models import MiningRun
+from ..models import MiningRun, RunKind
 from ..selectors import candidate_page, filter_reasons, run_compare, run_get, run_threshold, score_histogram
 
 PAGE_SIZE = 50
@@ -43,7 +43,8 @@ def run_results(request: HttpRequest, pk: int) -> HttpResponse:
     page = candidate_page(run=run, filters=filters, after=filters.get("after"), size=PAGE_SIZE)
     query = request.GET.copy()
     query.pop("after", None)
-    context = {"run": run, "form": form, "page": page, "base_query": query.urlencode()}
+    context = {"run": run, "form": form, "page": page, "base_query": query.urlencode(),
+               "is_document": run.kind == RunKind.DOCUMENT}
     if request.htmx and request.htmx.target == "candidate-list":
         return render(request, "mining/run_results.html#candidate-list", context)
     hist = score_histogram(run=run)

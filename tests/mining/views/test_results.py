@@ -124,3 +124,18 @@ def test_compare_precision_on_gold_pairs_either_direction():
     assert (cmp.gold_covered_a, cmp.gold_hits_a) == (3, 2)
     assert cmp.gold_precision_a == pytest.approx(2 / 3)
     assert (cmp.gold_covered_b, cmp.gold_hits_b) == (1, 1)
+
+
+def test_document_run_results_list_document_pairs(reviewer_client):
+    from mining.models import DocumentPairCandidate, RunKind
+    from tests.factories.mining import DocumentFactory
+
+    run = MiningRunFactory(kind=RunKind.DOCUMENT)
+    for i, score in enumerate([1.3, 1.1]):
+        src = DocumentFactory(corpus=run.src_corpus, lang="en", title=f"Guide <{i}>")
+        tgt = DocumentFactory(corpus=run.src_corpus, lang="fr", title=f"Guide fr {i}")
+        DocumentPairCandidate.objects.create(run=run, src=src, tgt=tgt, cosine=0.5, score=score, rank=i + 1)
+    html = reviewer_client.get(reverse("run-results", args=[run.pk])).content.decode()
+    assert html.count('<tr class="candidate') == 2 and "Guide &lt;0&gt;" in html
+    assert score_histogram(run=run, bins=2).counts == [1, 1]
+    assert [c.rank for c in candidate_page(run=run, filters={"q": "fr 1"}).items] == [2]
