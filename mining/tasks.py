@@ -34,3 +34,13 @@ def export_run(run_id: int, fmt: str, mode: str = "threshold", threshold: float 
     rule = KeepRule(mode=KeepMode(mode), threshold=threshold, include_filtered=include_filtered)
     path, n = export_build_file(run=run, rule=rule, fmt=ExportFormat(fmt))
     return {"run_id": run_id, "file": path.name, "pairs": n}
+
+
+@shared_task(name="mining.import_corpus")
+def import_corpus_task(job_id: int) -> dict:
+    """Run one corpus import job (all or nothing)."""
+    from .models import ImportJob
+    from .services.imports import import_execute
+
+    job = import_execute(job=ImportJob.objects.get(pk=job_id))
+    return {"job_id": job_id, "status": job.status, "corpus_id": job.corpus_id}

@@ -21,6 +21,8 @@ PCAPP_DATA_DIR = Path(env("PCAPP_DATA_DIR", default=str(BASE_DIR / "var"))).reso
 PCAPP_MAX_UPLOAD_BYTES = env.int("PCAPP_MAX_UPLOAD_BYTES", default=2 * 1024**3)
 # Compute threads per worker process (torch, faiss, BLAS); keep threads x concurrency <= free cores.
 PCAPP_COMPUTE_THREADS = env.int("PCAPP_COMPUTE_THREADS", default=1)
+# Processes that run language identification during imports (beside the importing process itself).
+PCAPP_IMPORT_WORKERS = env.int("PCAPP_IMPORT_WORKERS", default=1)
 PCAPP_DEFAULT_ENCODER = env("PCAPP_DEFAULT_ENCODER", default="usem3")
 
 INSTALLED_APPS = [

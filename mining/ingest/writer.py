@@ -1,0 +1,215 @@
+"""Writes documents, sentences and gold alignments of one import with binary COPY, inside the caller's transaction.
+
+Ids are reserved from the sequences first, so sentences and the gold pairs that reference them go out in the same
+pass. Language identification of a batch runs in worker processes while the main process hashes and COPYs.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ProcessPoolExecutor
+
+import numpy as np
+
+from ..models import Corpus, Document, GoldDocumentPair, GoldSentencePair, Sentence
+from ..services.bulk import copy_rows, reserve_ids
+from .errors import ImportFailure
+from .readers import Doc, Pair
+from .text import detect_languages, norm_hash, split_sentences
+
+logger = logging.getLogger(__name__)
+
+SENTENCE_COLUMNS = ["id", "corpus_id", "document_id", "lang", "position", "text", "norm_hash", "detected_lang"]
+SENTENCE_TYPES = ["int8", "int8", "int8", "text", "int4", "text", "int8", "text"]
+
+
+class LanguageDetector:
+    """py3langid over batches, in `workers` processes (inline when 0 or when processes cannot be started)."""
+
+    def __init__(self, workers: int) -> None:
+        self._pool: ProcessPoolExecutor | None = None
+        self._workers = workers
+        if workers > 0:
+            try:
+                self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+            except (OSError, AssertionError, ValueError) as exc:  # e.g. inside a daemonic process
+                logger.info("language id runs inline (%s)", exc)
+
+    def submit(self, texts: list[str]) -> Callable[[], list[str]]:
+        """Start detecting; returns a function that waits for the codes."""
+        if self._pool is None or len(texts) < 2000:
+            return lambda: detect_languages(texts)
+        step = -(-len(texts) // self._workers)
+        try:
+            futures: list[Future] = [self._pool.submit(detect_languages, texts[i:i + step])
+                                     for i in range(0, len(texts), step)]
+        except (RuntimeError, AssertionError) as exc:
+            logger.info("language id runs inline (%s)", exc)
+            self._pool = None
+            return lambda: detect_languages(texts)
+        return lambda: [code for f in futures for code in f.result()]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+
+class CorpusWriter:
+    """Buffers rows and flushes them with COPY every `batch_size` sentences."""
+
+    def __init__(self, corpus: Corpus, *, batch_size: int = 20_000, langid_workers: int = 2,
+                 progress: Callable[[int], None] | None = None) -> None:
+        self.corpus = corpus
+        self.batch_size = batch_size
+        self.stats: dict[str, int] = {"documents": 0, "sentences": 0, "gold_sentence_pairs": 0,
+                                      "gold_document_pairs": 0, "skipped_empty_documents": 0,
+                                      "skipped_empty_pairs": 0}
+        self._progress = progress
+        self._detector = LanguageDetector(langid_workers)
+        self._sent_ids: list[int] = []
+        self._sent_docs: list[int] = []
+        self._sent_langs: list[str] = []
+        self._sent_pos: list[int] = []
+        self._sent_texts: list[str] = []
+        self._gold: list[tuple[int, int]] = []
+        self._doc_rows: list[tuple] = []
+        self._ids = np.empty(0, dtype=np.int64)
+        self._languages: set[str] = set(corpus.languages)
+        self._doc_sizes: dict[int, int] = {}
+        self._gold_docs: list[tuple[int, int, int]] = []
+        self._existing_docs = set(
+            Document.objects.filter(corpus=corpus).values_list("lang", "external_id").iterator(chunk_size=10_000)
+        )
+
+    # -- documents -------------------------------------------------------------------------------------------
+    def new_document(self, lang: str, external_id: str, *, title: str = "", url: str = "",
+                     metadata: dict | None = None, n_sentences: int = 0) -> int:
+        """Reserve a document id and buffer its row; raises if (lang, external_id) already exists in the corpus."""
+        key = (lang, external_id)
+        if key in self._existing_docs:
+            raise ImportFailure(f"document '{external_id}' [{lang}] appears twice (or already exists in corpus "
+                                f"'{self.corpus.name}')")
+        self._existing_docs.add(key)
+        doc_id = int(reserve_ids(Document, 1)[0])
+        self._doc_rows.append((doc_id, self.corpus.pk, lang, external_id, url, title, metadata or {}, n_sentences))
+        self._languages.add(lang)
+        self.stats["documents"] += 1
+        return doc_id
+
+    def add_sentence(self, doc_id: int, lang: str, position: int, text: str) -> int:
+        """Buffer one sentence; returns its (reserved) id."""
+        if len(self._ids) == 0:
+            self._ids = reserve_ids(Sentence, self.batch_size)
+        sid = int(self._ids[0])
+        self._ids = self._ids[1:]
+        self._sent_ids.append(sid)
+        self._sent_docs.append(doc_id)
+        self._sent_langs.append(lang)
+        self._sent_pos.append(position)
+        self._sent_texts.append(text)
+        if len(self._sent_ids) >= self.batch_size:
+            self.flush()
+        return sid
+
+    def add_gold_pair(self, src_id: int, tgt_id: int) -> None:
+        self._gold.append((src_id, tgt_id))
+
+    # -- whole inputs ----------------------------------------------------------------------------------------
+    def write_pairs(self, pairs: Iterable[Pair], *, src_lang: str, tgt_lang: str, name: str,
+                    src_doc: int | None = None, src_seen: dict[str, int] | None = None) -> tuple[int, int]:
+        """An aligned input as one source and one target document; every pair becomes a gold sentence pair.
+
+        `src_doc` and `src_seen` let several catalogues share one source document whose repeated sentences (same
+        key) are stored once. Returns the two document ids.
+        """
+        if src_doc is None:
+            src_doc = self.new_document(src_lang, name)
+        tgt_doc = self.new_document(tgt_lang, name)
+        seen = src_seen if src_seen is not None else {}
+        positions = {src_doc: len(seen), tgt_doc: 0}
+        for pair in pairs:
+            if not pair.src.strip() or not pair.tgt.strip():
+                self.stats["skipped_empty_pairs"] += 1
+                continue
+            src_id = seen.get(pair.src_key) if pair.src_key is not None else None
+            if src_id is None:
+                src_id = self.add_sentence(src_doc, src_lang, positions[src_doc], pair.src)
+                positions[src_doc] += 1
+                if pair.src_key is not None:
+                    seen[pair.src_key] = src_id
+            tgt_id = self.add_sentence(tgt_doc, tgt_lang, positions[tgt_doc], pair.tgt)
+            positions[tgt_doc] += 1
+            self.add_gold_pair(src_id, tgt_id)
+            if self._progress:
+                self._progress(1)
+        self._doc_sizes[src_doc] = positions[src_doc]
+        self._doc_sizes[tgt_doc] = positions[tgt_doc]
+        self._gold_docs.append((self.corpus.pk, src_doc, tgt_doc))
+        return src_doc, tgt_doc
+
+    def write_documents(self, docs: Iterable[Doc]) -> None:
+        """Documents split into sentences (unless pre-split); empty ones are skipped and counted. Documents that
+        share an id across languages are recorded as gold document pairs."""
+        by_id: dict[str, list[tuple[str, int]]] = {}
+        for doc in docs:
+            sentences = doc.sentences if doc.sentences is not None else split_sentences(doc.text or "", doc.lang)
+            sentences = [s for s in sentences if s.strip()]
+            if not sentences:
+                self.stats["skipped_empty_documents"] += 1
+                continue
+            doc_id = self.new_document(doc.lang, doc.external_id, title=doc.title, url=doc.url,
+                                       metadata=doc.metadata, n_sentences=len(sentences))
+            for pos, text in enumerate(sentences):
+                self.add_sentence(doc_id, doc.lang, pos, text)
+            by_id.setdefault(doc.external_id, []).append((doc.lang, doc_id))
+            if self._progress:
+                self._progress(1)
+        for versions in by_id.values():
+            for i, (lang_a, a) in enumerate(versions):
+                for lang_b, b in versions[i + 1:]:
+                    if lang_a != lang_b:
+                        self._gold_docs.append((self.corpus.pk, a, b))
+
+    # -- flushing --------------------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """COPY what is buffered: documents, then sentences (with language ids), then gold pairs."""
+        if self._doc_rows:
+            copy_rows(Document, ["id", "corpus_id", "lang", "external_id", "url", "title", "metadata", "n_sentences"],
+                      self._doc_rows, ["int8", "int8", "text", "text", "text", "text", "jsonb", "int4"])
+            self._doc_rows = []
+        if self._sent_ids:
+            texts = self._sent_texts
+            detected = self._detector.submit(texts)
+            hashes = [norm_hash(t) for t in texts]
+            codes = detected()
+            cid = self.corpus.pk
+            rows = zip(self._sent_ids, [cid] * len(texts), self._sent_docs, self._sent_langs, self._sent_pos, texts,
+                       hashes, codes, strict=True)
+            self.stats["sentences"] += copy_rows(Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES)
+            self._sent_ids, self._sent_docs, self._sent_langs, self._sent_pos, self._sent_texts = [], [], [], [], []
+        if self._gold_docs:
+            self.stats["gold_document_pairs"] += copy_rows(
+                GoldDocumentPair, ["corpus_id", "src_id", "tgt_id"], self._gold_docs, ["int8", "int8", "int8"]
+            )
+            self._gold_docs = []
+        if self._gold:
+            cid = self.corpus.pk
+            self.stats["gold_sentence_pairs"] += copy_rows(
+                GoldSentencePair, ["corpus_id", "src_id", "tgt_id"], ((cid, s, t) for s, t in self._gold),
+                ["int8", "int8", "int8"],
+            )
+            self._gold = []
+
+    def finish(self) -> dict[str, int]:
+        """Flush the rest, fix aligned documents' sentence counts and the corpus's languages; returns the stats."""
+        self.flush()
+        self._detector.close()
+        for doc_id, n in self._doc_sizes.items():
+            Document.objects.filter(pk=doc_id).update(n_sentences=n)
+        Corpus.objects.filter(pk=self.corpus.pk).update(languages=sorted(self._languages))
+        return self.stats
+
+    def close(self) -> None:
+        self._detector.close()

@@ -1,0 +1,192 @@
+"""Corpus import: check the input, create the job, run it all or nothing.
+
+The whole import runs in one transaction: on any error nothing of it remains (a new corpus disappears; an existing
+corpus keeps exactly what it had), and the job records the error after the rollback.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ..ingest.errors import ImportFailure
+from ..ingest.languages import check_language
+from ..ingest.readers import read_folder, read_jsonl, read_moses, read_po, read_tmx, read_tsv, total_bytes
+from ..ingest.writer import CorpusWriter
+from ..models import Corpus, ImportJob, JobStatus
+from .corpora import corpus_refresh_stats
+from .progress import ProgressReporter
+
+logger = logging.getLogger(__name__)
+Format = ImportJob.Format
+ALIGNED = {Format.TSV, Format.MOSES, Format.TMX, Format.PO}
+
+
+def check_import(*, fmt: str, paths: list[str], options: dict, corpus_name: str) -> None:
+    """Raise ImportFailure for anything wrong that can be seen before reading: missing files, sizes, languages."""
+    if fmt not in Format.values:
+        raise ImportFailure(f"unknown format '{fmt}' (known: {', '.join(Format.values)})")
+    if not corpus_name.strip():
+        raise ImportFailure("the corpus needs a name")
+    expected = {Format.MOSES: 2, Format.FOLDER: 1}.get(fmt)
+    if expected and len(paths) != expected:
+        raise ImportFailure(f"{fmt} import takes {expected} path(s), got {len(paths)}")
+    if not paths:
+        raise ImportFailure("no input files")
+    limit = settings.PCAPP_MAX_UPLOAD_BYTES
+    for path in paths:
+        if not os.path.exists(path):
+            raise ImportFailure("no such file or folder", path=path)
+        size = total_bytes([path])
+        if size > limit:
+            raise ImportFailure(f"is {size:,} bytes, over the limit of {limit:,} bytes (PCAPP_MAX_UPLOAD_BYTES)",
+                                path=path)
+    if fmt in ALIGNED:
+        check_language(options.get("src_lang") or ("en" if fmt == Format.PO else ""))
+        if fmt != Format.PO or options.get("tgt_lang"):
+            check_language(options.get("tgt_lang") or "")
+    if options.get("into") is False and Corpus.objects.filter(name=corpus_name).exists():
+        raise ImportFailure(f"a corpus named '{corpus_name}' exists (import into it with --into)")
+
+
+def import_job_create(*, corpus_name: str, fmt: str, paths: list[str], options: dict | None = None,
+                      user=None) -> ImportJob:
+    """Validate and record an import job (the caller runs it inline or enqueues `mining.import_corpus`)."""
+    options = dict(options or {})
+    check_import(fmt=fmt, paths=paths, options=options, corpus_name=corpus_name)
+    return ImportJob.objects.create(corpus_name=corpus_name, format=fmt, paths=[str(p) for p in paths],
+                                    options=options, created_by=user if user and user.is_authenticated else None)
+
+
+def import_job_enqueue(*, job: ImportJob) -> None:
+    """Run the job on a worker once the current transaction commits."""
+    from ..tasks import import_corpus_task
+
+    transaction.on_commit(lambda: import_corpus_task.delay(job.pk))
+
+
+def import_execute(*, job: ImportJob) -> ImportJob:
+    """Run an import job to the end; never raises for bad input (the job carries the error)."""
+    ImportJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, started_at=timezone.now(), error="")
+    try:
+        with ProgressReporter(ImportJob, job.pk) as reporter:
+            stats = _import(job, reporter)
+    except ImportFailure as exc:
+        _fail(job, str(exc))
+    except Exception as exc:  # unexpected: still all or nothing, and the job says what happened
+        logger.exception("import %s failed", job.pk)
+        _fail(job, f"{type(exc).__name__}: {exc}")
+    else:
+        ImportJob.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED, finished_at=timezone.now(),
+                                                   stats=stats, stage="done")
+    job.refresh_from_db()
+    return job
+
+
+def _fail(job: ImportJob, message: str) -> None:
+    ImportJob.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, finished_at=timezone.now(), error=message,
+                                               corpus=None)
+
+
+@transaction.atomic
+def _import(job: ImportJob, reporter: ProgressReporter) -> dict:
+    opts = job.options
+    corpus = Corpus.objects.filter(name=job.corpus_name).first()
+    if corpus is not None and not opts.get("into"):
+        raise ImportFailure(f"a corpus named '{job.corpus_name}' exists (import into it with --into)")
+    if corpus is None:
+        corpus = Corpus.objects.create(name=job.corpus_name, description=opts.get("description", ""),
+                                       source=opts.get("source", ""), created_by=job.created_by)
+    done = 0
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        reporter.update(done=done)
+
+    reporter.update(stage="reading", done=0, total=_estimate_records(job), force=True)
+    writer = CorpusWriter(corpus, langid_workers=opts.get("langid_workers", settings.PCAPP_IMPORT_WORKERS),
+                          progress=tick)
+    try:
+        _write(job, writer)
+        reporter.update(stage="finishing", force=True)
+        stats = writer.finish()
+    finally:
+        writer.close()
+    if stats["sentences"] == 0:
+        skipped = stats["skipped_empty_documents"]
+        note = f" ({skipped} empty documents skipped)" if skipped else ""
+        raise ImportFailure(f"the input holds no sentences{note}")
+    corpus_refresh_stats(corpus=corpus)
+    ImportJob.objects.filter(pk=job.pk).update(corpus=corpus)
+    return stats
+
+
+def _write(job: ImportJob, writer: CorpusWriter) -> None:
+    opts, paths, fmt = job.options, job.paths, job.format
+    src, tgt = opts.get("src_lang", "en" if fmt == Format.PO else ""), opts.get("tgt_lang", "")
+    if fmt == Format.TSV:
+        for path in paths:
+            writer.write_pairs(read_tsv(path, header=opts.get("header")), src_lang=src, tgt_lang=tgt,
+                               name=Path(path).name)
+    elif fmt == Format.MOSES:
+        writer.write_pairs(read_moses(paths[0], paths[1]), src_lang=src, tgt_lang=tgt, name=Path(paths[0]).stem)
+    elif fmt == Format.TMX:
+        for path in paths:
+            writer.write_pairs(read_tmx(path, src, tgt), src_lang=src, tgt_lang=tgt, name=Path(path).name)
+    elif fmt == Format.PO:
+        _write_po(paths, src, tgt, opts, writer)
+    elif fmt == Format.JSONL:
+        for path in paths:
+            writer.write_documents(read_jsonl(path))
+    elif fmt == Format.FOLDER:
+        writer.write_documents(read_folder(paths[0]))
+
+
+def _write_po(paths: list[str], src: str, tgt: str, opts: dict, writer: CorpusWriter) -> None:
+    """Catalogues of the same name share one source document; each file's language comes from the option, its
+    header's Language field, or its locale/<lang>/LC_MESSAGES path."""
+    shared: dict[str, tuple[int, dict[str, int]]] = {}
+    names = opts.get("catalogue_names") or {}
+    for path in paths:
+        name = names.get(path) or Path(path).stem
+        lang = tgt or _po_language(path)
+        if name not in shared:
+            shared[name] = (writer.new_document(src, name), {})
+        src_doc, seen = shared[name]
+        writer.write_pairs(read_po(path, writer.stats), src_lang=src, tgt_lang=lang, name=name, src_doc=src_doc,
+                           src_seen=seen)
+
+
+def _po_language(path: str) -> str:
+    with open(path, "rb") as fh:
+        head = fh.read(8192).decode("utf-8", errors="replace")
+    match = re.search(r'"Language: *([A-Za-z_@-]+)\\n"', head)
+    if match:
+        return check_language(match.group(1).split("@")[0], path=path)
+    parts = Path(path).parts
+    if "LC_MESSAGES" in parts:
+        return check_language(parts[parts.index("LC_MESSAGES") - 1], path=path)
+    raise ImportFailure("cannot tell the target language (no Language header): give tgt_lang", path=path)
+
+
+def _estimate_records(job: ImportJob) -> int:
+    """Lines of line-based inputs (for the progress bar); 0 when unknown."""
+    if job.format not in (Format.TSV, Format.MOSES, Format.JSONL):
+        return 0
+    paths = job.paths[:1] if job.format == Format.MOSES else job.paths
+    return sum(_count_lines(p) for p in paths)
+
+
+def _count_lines(path: str) -> int:
+    n = 0
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            n += block.count(b"\n")
+    return n
