@@ -13,7 +13,6 @@ from pcapp.permissions import staff_required
 
 from ..forms import ExportForm
 from ..models import MiningRun
-from ..selectors import run_get
 from ..services.export import (
     ExportFormat,
     KeepMode,
@@ -23,6 +22,7 @@ from ..services.export import (
     export_files,
     export_stream,
 )
+from .runs import get_run_or_404
 
 CONTENT_TYPES = {
     ExportFormat.TSV: "text/tab-separated-values; charset=utf-8",
@@ -30,13 +30,6 @@ CONTENT_TYPES = {
     ExportFormat.TMX: "application/x-tmx+xml; charset=utf-8",
     ExportFormat.JSONL: "application/x-ndjson; charset=utf-8",
 }
-
-
-def _get_run(pk: int) -> MiningRun:
-    try:
-        return run_get(pk=pk)
-    except MiningRun.DoesNotExist as exc:
-        raise Http404("no such run") from exc
 
 
 def rule_from_form(form: ExportForm) -> KeepRule:
@@ -58,7 +51,7 @@ def stream_response(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: 
 @staff_required
 def run_export(request: HttpRequest, pk: int) -> HttpResponse:
     """The export page; with `download=1` in the query it streams the file instead."""
-    run = _get_run(pk)
+    run = get_run_or_404(pk)
     form = ExportForm(request.GET if "format" in request.GET else None)
     if request.GET.get("download") and form.is_valid():
         fmt = ExportFormat(form.cleaned_data["format"])
@@ -72,7 +65,7 @@ def run_export_build(request: HttpRequest, pk: int) -> HttpResponse:
     """Enqueue the export task; the file appears on the export page when it is written."""
     from ..tasks import export_run
 
-    run = _get_run(pk)
+    run = get_run_or_404(pk)
     form = ExportForm(request.POST)
     if not form.is_valid():
         return render(request, "mining/run_export.html", {"run": run, "form": form, "files": export_files(run=run)},
@@ -88,7 +81,7 @@ def run_export_build(request: HttpRequest, pk: int) -> HttpResponse:
 @staff_required
 def run_export_download(request: HttpRequest, pk: int, name: str) -> HttpResponse:
     """Download one export file the task wrote."""
-    run = _get_run(pk)
+    run = get_run_or_404(pk)
     file_path = export_file_for_download(run=run, name=name)
     if file_path is None:
         raise Http404("no such export")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET
@@ -11,16 +11,10 @@ from django.views.decorators.http import require_GET
 from ..charts import histogram_svg, yield_svg
 from ..forms import CandidateFilterForm
 from ..models import MiningRun, RunKind
-from ..selectors import candidate_page, filter_reasons, run_compare, run_get, run_threshold, score_histogram
+from ..selectors import candidate_page, filter_reasons, run_compare, run_threshold, score_histogram
+from .runs import HtmxHttpRequest, get_run_or_404
 
 PAGE_SIZE = 50
-
-
-def _get_run(pk: int) -> MiningRun:
-    try:
-        return run_get(pk=pk)
-    except MiningRun.DoesNotExist as exc:
-        raise Http404("no such run") from exc
 
 
 def _float_param(request: HttpRequest, name: str, default: float | None) -> float | None:
@@ -35,9 +29,9 @@ def _float_param(request: HttpRequest, name: str, default: float | None) -> floa
 
 @require_GET
 @login_required
-def run_results(request: HttpRequest, pk: int) -> HttpResponse:
+def run_results(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Candidates in rank order (keyset pages), with histogram and yield; htmx asks only for #candidate-list."""
-    run = _get_run(pk)
+    run = get_run_or_404(pk)
     form = CandidateFilterForm(request.GET or None)
     filters = form.cleaned_data if form.is_valid() else {}
     page = candidate_page(run=run, filters=filters, after=filters.get("after"), size=PAGE_SIZE)
@@ -66,7 +60,7 @@ def run_compare_view(request: HttpRequest) -> HttpResponse:
     context: dict = {"runs": runs}
     a_id, b_id = request.GET.get("a"), request.GET.get("b")
     if a_id and b_id and a_id.isdigit() and b_id.isdigit():
-        a, b = _get_run(int(a_id)), _get_run(int(b_id))
+        a, b = get_run_or_404(int(a_id)), get_run_or_404(int(b_id))
         ta = _float_param(request, "ta", run_threshold(a))
         tb = _float_param(request, "tb", run_threshold(b))
         same_corpora = (a.src_corpus_id, a.tgt_corpus_id) == (b.src_corpus_id, b.tgt_corpus_id)

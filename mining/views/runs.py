@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
 
 from pcapp.permissions import staff_required
 
@@ -21,7 +22,14 @@ from ..services.runs import run_cancel, run_create, run_retry
 STOP_POLLING = 286
 
 
-def _get_run(pk: int) -> MiningRun:
+
+class HtmxHttpRequest(HttpRequest):
+    """A request that went through django-htmx's middleware."""
+
+    htmx: HtmxDetails
+
+def get_run_or_404(pk: int) -> MiningRun:
+    """The run with its corpora and encoder, or 404."""
     try:
         return run_get(pk=pk)
     except MiningRun.DoesNotExist as exc:
@@ -30,7 +38,7 @@ def _get_run(pk: int) -> MiningRun:
 
 @require_http_methods(["GET", "POST"])
 @staff_required
-def run_start(request: HttpRequest) -> HttpResponse:
+def run_start(request: HtmxHttpRequest) -> HttpResponse:
     """The run form; a valid POST creates the run (enqueued on commit) and redirects to its page.
 
     Picking a corpus re-renders the form (htmx GET with the current values) to offer only its languages.
@@ -56,15 +64,15 @@ def run_index(request: HttpRequest) -> HttpResponse:
 @login_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The run page; its #run-progress fragment polls itself every second until the run ends."""
-    run = _get_run(pk)
+    run = get_run_or_404(pk)
     return render(request, "mining/run_detail.html", {"run": run, "progress": run_progress(run=run)})
 
 
 @require_GET
 @login_required
-def run_progress_partial(request: HttpRequest, pk: int) -> HttpResponse:
+def run_progress_partial(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The #run-progress fragment; once the run has ended it is sent without the trigger and with status 286."""
-    run = _get_run(pk)
+    run = get_run_or_404(pk)
     progress = run_progress(run=run)
     response = render(request, "mining/run_detail.html#run-progress", {"run": run, "progress": progress})
     if progress.finished and request.htmx:
@@ -72,7 +80,7 @@ def run_progress_partial(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
-def _after_action(request: HttpRequest, run: MiningRun) -> HttpResponse:
+def _after_action(request: HtmxHttpRequest, run: MiningRun) -> HttpResponse:
     if request.htmx:
         return HttpResponseClientRedirect(reverse("run-detail", args=[run.pk]))
     return redirect("run-detail", pk=run.pk)
@@ -80,9 +88,9 @@ def _after_action(request: HttpRequest, run: MiningRun) -> HttpResponse:
 
 @require_POST
 @staff_required
-def run_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+def run_cancel_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Ask a pending or running run to stop."""
-    run = _get_run(pk)
+    run = get_run_or_404(pk)
     try:
         run_cancel(run=run)
         messages.success(request, f"Run {run.pk}: cancel requested.")
@@ -93,9 +101,9 @@ def run_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @staff_required
-def run_retry_view(request: HttpRequest, pk: int) -> HttpResponse:
+def run_retry_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Re-run a failed or cancelled run; it resumes from its finished shards."""
-    run = _get_run(pk)
+    run = get_run_or_404(pk)
     try:
         run_retry(run=run)
         messages.success(request, f"Run {run.pk} queued again; it resumes where it stopped.")
