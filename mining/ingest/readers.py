@@ -73,10 +73,15 @@ def read_moses(src_path: str, tgt_path: str) -> Iterator[Pair]:
     """Two files with one sentence per line, line i of one translating line i of the other."""
     src_lines, tgt_lines = _lines(src_path), _lines(tgt_path)
     n = 0
-    for (_, s), (_, t) in zip(src_lines, tgt_lines, strict=False):
+    rest_src = rest_tgt = 0
+    for _, s in src_lines:
+        t = next(tgt_lines, None)
+        if t is None:
+            rest_src = 1
+            break
         n += 1
-        yield Pair(s, t)
-    rest_src = sum(1 for _ in src_lines)
+        yield Pair(s, t[1])
+    rest_src += sum(1 for _ in src_lines)
     rest_tgt = sum(1 for _ in tgt_lines)
     if rest_src or rest_tgt:
         raise ImportFailure(
