@@ -2,11 +2,13 @@
 
 from django.urls import path
 
-from . import candidates, corpora, export, runs
+from . import candidates, corpora, export, imports, runs
 
 urlpatterns: list = [
     path("corpora/", corpora.CorpusListApi.as_view(), name="api-corpus-list"),
     path("corpora/<int:pk>/", corpora.CorpusDetailApi.as_view(), name="api-corpus-detail"),
+    path("corpora/import/", imports.ImportCreateApi.as_view(), name="api-import-create"),
+    path("imports/<int:pk>/", imports.ImportDetailApi.as_view(), name="api-import-detail"),
     path("runs/", runs.RunListCreateApi.as_view(), name="api-run-list"),
     path("runs/<int:pk>/", runs.RunDetailApi.as_view(), name="api-run-detail"),
     path("runs/<int:pk>/cancel/", runs.RunCancelApi.as_view(), name="api-run-cancel"),

@@ -1,0 +1,48 @@
+"""The import API: staff upload with token auth, reviewers refused, clear 400s."""
+
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from mining.models import ImportJob
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "import"
+pytestmark = pytest.mark.django_db
+
+
+def _client(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def test_staff_starts_an_import_and_reads_its_status(staff_user, django_capture_on_commit_callbacks):
+    client = _client(staff_user)
+    with django_capture_on_commit_callbacks() as enqueued:
+        response = client.post("/api/corpora/import/", {
+            "name": "api-corpus", "format": "moses", "src_lang": "en", "tgt_lang": "fr",
+            "files": [SimpleUploadedFile("a.en", (DATA / "admin.en").read_bytes()),
+                      SimpleUploadedFile("a.fr", (DATA / "admin.fr").read_bytes())],
+        }, format="multipart")
+    assert response.status_code == 202, response.content
+    assert len(enqueued) == 1
+    job_id = response.json()["id"]
+    status = client.get(f"/api/imports/{job_id}/").json()
+    assert status["status"] == "pending" and status["format"] == "moses"
+
+
+def test_reviewer_cannot_import(reviewer_user):
+    response = _client(reviewer_user).post("/api/corpora/import/", {"name": "x", "format": "tsv"}, format="multipart")
+    assert response.status_code == 403
+    assert ImportJob.objects.count() == 0
+
+
+def test_bad_language_is_a_400_naming_it(staff_user):
+    response = _client(staff_user).post("/api/corpora/import/", {
+        "name": "x", "format": "tsv", "src_lang": "en", "tgt_lang": "klingon",
+        "files": [SimpleUploadedFile("a.tsv", (DATA / "admin-en-fr.tsv").read_bytes())],
+    }, format="multipart")
+    assert response.status_code == 400 and "unknown language code 'klingon'" in response.json()["detail"]
