@@ -31,6 +31,9 @@ from mining.core.calibration.metrics import validate_binary
 
 logger = logging.getLogger(__name__)
 
+# (u, phi, labels, weights) tensors of a hold-out set: (n, d), (n,), (n,), (n,) float32.
+_Split = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
 _MIN_SCALE = 1e-4  # floor on a(u) on the standardised scale, so conf stays strictly increasing in phi
 
 
@@ -166,7 +169,17 @@ class CalibrationHead:
         net.b0.data.fill_(intercept)
         return net
 
-    def _epoch(self, net: _Net, opt: torch.optim.Optimizer, u, phi, y, w, l2: float, gen: torch.Generator) -> None:
+    def _epoch(
+        self,
+        net: _Net,
+        opt: torch.optim.Optimizer,
+        u: torch.Tensor,
+        phi: torch.Tensor,
+        y: torch.Tensor,
+        w: torch.Tensor,
+        l2: float,
+        gen: torch.Generator,
+    ) -> None:
         net.train()
         n = phi.shape[0]
         order = torch.randperm(n, generator=gen)
@@ -174,19 +187,29 @@ class CalibrationHead:
             idx = order[start : start + self.config.batch_size]
             logits = net(u[idx], phi[idx])
             bce = nn.functional.binary_cross_entropy_with_logits(logits, y[idx], weight=w[idx], reduction="sum")
-            loss = bce / w.sum() + l2 * net.penalty()
+            loss = bce / w[idx].sum().clamp_min(1e-12) + l2 * net.penalty()
             opt.zero_grad()
             loss.backward()
             opt.step()
 
     @staticmethod
-    def _val_loss(net: _Net, u, phi, y, w) -> float:
+    def _val_loss(net: _Net, u: torch.Tensor, phi: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> float:
         net.eval()
         with torch.no_grad():
             bce = nn.functional.binary_cross_entropy_with_logits(net(u, phi), y, weight=w, reduction="sum")
         return float(bce / w.sum())
 
-    def _train(self, u, phi, y: np.ndarray, w: np.ndarray, epochs: int, l2: float, val: tuple | None, seed: int):
+    def _train(
+        self,
+        u: torch.Tensor,
+        phi: torch.Tensor,
+        y: np.ndarray,
+        w: np.ndarray,
+        epochs: int,
+        l2: float,
+        val: _Split | None,
+        seed: int,
+    ) -> tuple[_Net, int, float]:
         """Train a fresh net; with ``val``, stop early and return (best net, best epoch, best val loss)."""
         torch.manual_seed(seed)
         gen = torch.Generator().manual_seed(seed)
@@ -246,7 +269,7 @@ class CalibrationHead:
         return self
 
     @staticmethod
-    def _pair_losses(net: _Net, u, phi, y, w) -> np.ndarray:
+    def _pair_losses(net: _Net, u: torch.Tensor, phi: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> np.ndarray:
         net.eval()
         with torch.no_grad():
             nll = nn.functional.binary_cross_entropy_with_logits(net(u, phi), y, reduction="none")
@@ -265,7 +288,7 @@ class CalibrationHead:
         hold = stratified_folds(y, k, seed) == 0
         tr = ~hold
         th, ttr = torch.from_numpy(hold), torch.from_numpy(tr)
-        val = (
+        val: _Split = (
             u[th],
             phi[th],
             torch.from_numpy(y[hold].astype(np.float32)),
