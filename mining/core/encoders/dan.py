@@ -68,7 +68,7 @@ class DanConfig:
     init_std: float = 0.1
     batch_size: int = 256
     lr: float = 1e-3
-    emb_lr: float = 1e-2
+    emb_lr: float = 3e-2
     epochs: int = 3
     hard_epochs: int = 2
     hard_negatives: int = 5

