@@ -52,8 +52,9 @@ class HeadConfig:
         max_epochs: epochs at most.
         patience: early stopping: epochs without validation improvement before stopping.
         val_fraction: stratified share held out for early stopping; the head is then refitted on
-            all labels for the best epoch count. No hold-out when it would hold < ``min_val`` pairs.
-        min_val: smallest hold-out worth early stopping on.
+            all labels for the best epoch count. 0: no hold-out, train ``max_epochs`` with ``l2``.
+        min_val: smallest hold-out worth early stopping on; with fewer labels than that needs,
+            the u-dependent terms are not trained and the head is plain Platt scaling.
         batch_size: mini-batch size (full batch for the usual few hundred labels).
         feature: which stored pair score phi is (metadata for the caller).
     """
@@ -260,8 +261,9 @@ class CalibrationHead:
         n_val = int(round(cfg.val_fraction * y.size))
         with torch.random.fork_rng(devices=[]):
             epochs, l2 = cfg.max_epochs, cfg.l2
-            if n_val >= cfg.min_val and cfg.val_fraction > 0:
-                epochs, l2 = self._select(ut, pt, y, w, seed)
+            if cfg.val_fraction > 0:
+                # Too few labels to tell a u-dependent fit from noise: stay at the Platt start.
+                epochs, l2 = self._select(ut, pt, y, w, seed) if n_val >= cfg.min_val else (0, cfg.l2)
             self._net, self.epochs_trained, _ = self._train(ut, pt, y, w, epochs, l2, None, seed)
             self.l2_chosen = l2
         self._net.eval()

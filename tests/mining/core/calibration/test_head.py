@@ -110,3 +110,13 @@ def test_head_validates_inputs() -> None:
         CalibrationHead().fit(np.zeros((2, 4), np.float32), np.zeros(3), np.array([0, 1, 0]))
     with pytest.raises(RuntimeError):
         CalibrationHead().predict(np.zeros((1, 4), np.float32), np.zeros(1))
+
+
+def test_few_labels_or_one_class_give_plain_platt() -> None:
+    u, phi, labels = _two_groups(60, 8, seed=5)  # a 20 % hold-out would be < 20 pairs
+    head = CalibrationHead().fit(u, phi, labels, seed=0)
+    assert head.epochs_trained == 0
+    platt = PlattScaling().fit(None, phi, labels)
+    np.testing.assert_allclose(head.predict(u, phi), platt.predict(None, phi), atol=1e-4)
+    one_class = CalibrationHead().fit(u, phi, np.ones(60, dtype=bool), seed=0).predict(u, phi)
+    assert np.all(np.isfinite(one_class)) and one_class.min() > 0.9
