@@ -58,13 +58,15 @@ class _Corpus:
     src_feats: HashedBatch  # distinct source texts
     tgt_feats: HashedBatch  # distinct target texts
     gold_codes: np.ndarray  # sorted int64 codes s * n_t + t of every gold pair
+    multi_gold: np.ndarray  # (n_distinct_sources,) bool: the source has several gold targets
 
     @classmethod
     def build(cls, src_texts: Sequence[str], tgt_texts: Sequence[str], hasher: FeatureHasher) -> _Corpus:
         s_id, s_map = _index_texts(src_texts)
         t_id, t_map = _index_texts(tgt_texts)
         codes = np.unique(s_id * len(t_map) + t_id)
-        return cls(s_id, t_id, hasher(list(s_map)), hasher(list(t_map)), codes)
+        multi = np.bincount(codes // len(t_map), minlength=len(s_map)) > 1
+        return cls(s_id, t_id, hasher(list(s_map)), hasher(list(t_map)), codes, multi)
 
     @property
     def n_tgt(self) -> int:
@@ -143,7 +145,13 @@ def _pair_loss(
         negs = negs[(negs >= 0) & ~np.isin(negs, tid)]
         if len(negs):
             extra = model.target(*batch_tensors(corpus.tgt_feats.take(negs)))
-            extra_exclude = torch.from_numpy(corpus.is_gold(sid[:, None], negs[None, :]))
+            # Only a source with several gold targets can have one among the negatives (its batch target
+            # was removed above), so only those rows are checked.
+            exclude_extra = np.zeros((len(sid), len(negs)), dtype=bool)
+            multi = corpus.multi_gold[sid]
+            if multi.any():
+                exclude_extra[multi] = corpus.is_gold(sid[multi][:, None], negs[None, :])
+            extra_exclude = torch.from_numpy(exclude_extra) if exclude_extra.any() else None
     return additive_margin_softmax_loss(
         u, v, config.margin, config.scale, True, extra, exclude=exclude, extra_exclude=extra_exclude
     )

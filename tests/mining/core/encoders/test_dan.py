@@ -196,3 +196,27 @@ def test_fine_tune_pushes_bad_pairs_down_without_touching_the_input(trained):
         assert torch.equal(value, before[key]), key
     again = fine_tune_dan(trained, positives, bad, epochs=3, seed=0)
     _assert_same_weights(tuned, again)
+
+
+def test_batch_masks_keep_other_gold_pairs_out_of_the_negatives(monkeypatch):
+    from mining.core.encoders import dan_train
+
+    captured = {}
+
+    def fake_loss(u, v, margin, scale, bidirectional, extra=None, *, exclude=None, extra_exclude=None):
+        captured.update(v=v, extra=extra, exclude=exclude, extra_exclude=extra_exclude)
+        return u.sum() * 0
+
+    monkeypatch.setattr(dan_train, "additive_margin_softmax_loss", fake_loss)
+    # "a" has two gold targets (A1, A2); "b" and "c" share the target B.
+    src, tgt = ["a", "a", "b", "c", "d"], ["A1", "A2", "B", "B", "D"]
+    corpus = dan_train._Corpus.build(src, tgt, FeatureHasher(64))
+    model = build_model(DanConfig(n_buckets=64, emb_dim=8, hidden=(8, 8), out_dim=4), seed=0)
+    hard = np.array([[3, -1], [1, 0], [0, 1], [2, 3]])  # per distinct source a, b, c, d; targets A1 A2 B D = 0..3
+    dan_train._pair_loss(model, corpus, np.array([0, 2, 3]), hard, DanConfig(n_buckets=64))
+    np.testing.assert_array_equal(
+        captured["exclude"].numpy(), [[False, False, False], [False, False, True], [False, True, False]]
+    )
+    # Batch targets A1, B, B: the negatives are A2 and D (A1 and B are in the batch); A2 is gold for row "a".
+    assert captured["extra"].shape[0] == 2
+    np.testing.assert_array_equal(captured["extra_exclude"].numpy(), [[True, False], [False, False], [False, False]])
