@@ -9,12 +9,13 @@ from __future__ import annotations
 import logging
 import multiprocessing
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
+from django.db import connection
 
 from ..models import Corpus, Document, GoldDocumentPair, GoldSentencePair, Sentence
-from ..services.bulk import copy_rows, reserve_ids
+from ..services.bulk import reserve_ids
 from .errors import ImportFailure
 from .readers import Doc, Pair
 from .text import detect_languages, norm_hash, split_sentences
@@ -23,6 +24,12 @@ logger = logging.getLogger(__name__)
 
 SENTENCE_COLUMNS = ["id", "corpus_id", "document_id", "lang", "position", "text", "norm_hash", "detected_lang"]
 SENTENCE_TYPES = ["int8", "int8", "int8", "text", "int4", "text", "int8", "text"]
+DOCUMENT_COLUMNS = ["id", "corpus_id", "lang", "external_id", "url", "title", "metadata", "n_sentences"]
+DOCUMENT_TYPES = ["int8", "int8", "text", "text", "text", "text", "jsonb", "int4"]
+PAIR_COLUMNS = ["corpus_id", "src_id", "tgt_id"]
+PAIR_TYPES = ["int8", "int8", "int8"]
+STAT_OF = {Document: "documents_written", Sentence: "sentences", GoldDocumentPair: "gold_document_pairs",
+           GoldSentencePair: "gold_sentence_pairs"}
 
 
 class LanguageDetector:
@@ -63,7 +70,7 @@ class CorpusWriter:
                  progress: Callable[[int], None] | None = None) -> None:
         self.corpus = corpus
         self.batch_size = batch_size
-        self.stats: dict[str, int] = {"documents": 0, "sentences": 0, "gold_sentence_pairs": 0,
+        self.stats: dict[str, int] = {"documents": 0, "documents_written": 0, "sentences": 0, "gold_sentence_pairs": 0,
                                       "gold_document_pairs": 0, "skipped_empty_documents": 0,
                                       "skipped_empty_pairs": 0}
         self._progress = progress
@@ -76,9 +83,12 @@ class CorpusWriter:
         self._gold: list[tuple[int, int]] = []
         self._doc_rows: list[tuple] = []
         self._ids = np.empty(0, dtype=np.int64)
+        self._doc_ids = np.empty(0, dtype=np.int64)
         self._languages: set[str] = set(corpus.languages)
         self._doc_sizes: dict[int, int] = {}
         self._gold_docs: list[tuple[int, int, int]] = []
+        self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-copy")
+        self._pending: Future | None = None
         self._existing_docs = set(
             Document.objects.filter(corpus=corpus).values_list("lang", "external_id").iterator(chunk_size=10_000)
         )
@@ -92,7 +102,9 @@ class CorpusWriter:
             raise ImportFailure(f"document '{external_id}' [{lang}] appears twice (or already exists in corpus "
                                 f"'{self.corpus.name}')")
         self._existing_docs.add(key)
-        doc_id = int(reserve_ids(Document, 1)[0])
+        if len(self._doc_ids) == 0:
+            self._doc_ids = reserve_ids(Document, 256)
+        doc_id, self._doc_ids = int(self._doc_ids[0]), self._doc_ids[1:]
         self._doc_rows.append((doc_id, self.corpus.pk, lang, external_id, url, title, metadata or {}, n_sentences))
         self._languages.add(lang)
         self.stats["documents"] += 1
@@ -174,37 +186,47 @@ class CorpusWriter:
 
     # -- flushing --------------------------------------------------------------------------------------------
     def flush(self) -> None:
-        """COPY what is buffered: documents, then sentences (with language ids), then gold pairs."""
+        """Hand what is buffered to the COPY thread (documents, sentences with language ids, gold pairs), so the
+        server indexes one batch while this process reads and prepares the next."""
+        batch: list[tuple[type, list[str], list, list[str]]] = []
         if self._doc_rows:
-            copy_rows(Document, ["id", "corpus_id", "lang", "external_id", "url", "title", "metadata", "n_sentences"],
-                      self._doc_rows, ["int8", "int8", "text", "text", "text", "text", "jsonb", "int4"])
+            batch.append((Document, DOCUMENT_COLUMNS, self._doc_rows, DOCUMENT_TYPES))
             self._doc_rows = []
         if self._sent_ids:
             texts = self._sent_texts
             detected = self._detector.submit(texts)
             hashes = [norm_hash(t) for t in texts]
             codes = detected()
-            cid = self.corpus.pk
-            rows = zip(self._sent_ids, [cid] * len(texts), self._sent_docs, self._sent_langs, self._sent_pos, texts,
-                       hashes, codes, strict=True)
-            self.stats["sentences"] += copy_rows(Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES)
+            rows = list(zip(self._sent_ids, [self.corpus.pk] * len(texts), self._sent_docs, self._sent_langs,
+                            self._sent_pos, texts, hashes, codes, strict=True))
+            batch.append((Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES))
             self._sent_ids, self._sent_docs, self._sent_langs, self._sent_pos, self._sent_texts = [], [], [], [], []
         if self._gold_docs:
-            self.stats["gold_document_pairs"] += copy_rows(
-                GoldDocumentPair, ["corpus_id", "src_id", "tgt_id"], self._gold_docs, ["int8", "int8", "int8"]
-            )
+            batch.append((GoldDocumentPair, PAIR_COLUMNS, self._gold_docs, PAIR_TYPES))
             self._gold_docs = []
         if self._gold:
             cid = self.corpus.pk
-            self.stats["gold_sentence_pairs"] += copy_rows(
-                GoldSentencePair, ["corpus_id", "src_id", "tgt_id"], ((cid, s, t) for s, t in self._gold),
-                ["int8", "int8", "int8"],
-            )
+            batch.append((GoldSentencePair, PAIR_COLUMNS, [(cid, s, t) for s, t in self._gold], PAIR_TYPES))
             self._gold = []
+        self._wait()
+        if len(self._ids) < self.batch_size:  # refill while no COPY holds the connection
+            self._ids = np.concatenate([self._ids, reserve_ids(Sentence, self.batch_size - len(self._ids))])
+        if batch:
+            raw = connection.connection
+            self._pending = self._copier.submit(_copy_batch, raw, batch)
+
+    def _wait(self) -> None:
+        """Wait for the COPY in flight (re-raising its error) and count what it wrote."""
+        if self._pending is not None:
+            written = self._pending.result()
+            self._pending = None
+            for model, n in written:
+                self.stats[STAT_OF[model]] += n
 
     def finish(self) -> dict[str, int]:
         """Flush the rest, fix aligned documents' sentence counts and the corpus's languages; returns the stats."""
         self.flush()
+        self._wait()
         self._detector.close()
         for doc_id, n in self._doc_sizes.items():
             Document.objects.filter(pk=doc_id).update(n_sentences=n)
@@ -212,4 +234,24 @@ class CorpusWriter:
         return self.stats
 
     def close(self) -> None:
+        """Release the helpers; after an error, wait for a COPY in flight so the rollback finds the line free."""
+        try:
+            self._wait()
+        except Exception:  # the import is failing already; its first error is the one reported
+            pass
+        self._copier.shutdown(wait=True)
         self._detector.close()
+
+
+def _copy_batch(raw, batch: list[tuple[type, list[str], list, list[str]]]) -> list[tuple[type, int]]:
+    """COPY each part of a batch on the raw connection (in the import's transaction); runs in the COPY thread."""
+    out = []
+    with raw.cursor() as cur:
+        for model, columns, rows, types in batch:
+            cols = ", ".join(f'"{c}"' for c in columns)
+            with cur.copy(f'COPY "{model._meta.db_table}" ({cols}) FROM STDIN (FORMAT BINARY)') as copy:
+                copy.set_types(types)
+                for row in rows:
+                    copy.write_row(row)
+            out.append((model, len(rows)))
+    return out

@@ -1,0 +1,28 @@
+"""Set up Django for a benchmark against a scratch database (created and migrated on first use)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def setup(database: str = "pcapp_bench") -> None:
+    """Point DATABASE_URL at `database` on the configured server, create it if needed, migrate, django.setup()."""
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pcapp.settings")
+    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/pcapp")
+    url = base.rsplit("/", 1)[0] + "/" + database
+    os.environ["DATABASE_URL"] = url
+    from pcapp.launcher import _ensure_database
+
+    if "%2F" not in url:
+        _ensure_database(url)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)

@@ -1,0 +1,93 @@
+"""Batch language identification with py3langid's model (shipped inside the package), vectorised across texts.
+
+py3langid walks a byte-level DFA per text in a Python loop (about 10k sentences/s here). This walks the same DFA
+for a whole batch at once, one numpy step per byte position, then scores all texts with one sparse-dense product;
+the result equals `py3langid.classify(text)[0]` (checked by the tests). Texts are cut to their first `max_bytes`
+bytes, which is plenty to tell a language and bounds the cost of long documents.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+import scipy.sparse as sp
+
+MAX_BYTES = 512
+CHUNK = 4096
+
+
+@lru_cache(maxsize=1)
+def _model() -> tuple:
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    ident = LanguageIdentifier.from_model_file(MODEL_FILE)
+    nm = np.asarray(ident.tk_nextmove, dtype=np.int64)
+    rowbase = np.asarray(ident._rowbase, dtype=np.int64)
+    out = np.asarray(ident.tk_output, dtype=np.int64)
+    ptc = np.asarray(ident.nb_ptc, dtype=np.float64)
+    pc = np.asarray(ident.nb_pc, dtype=np.float64)
+    return nm, rowbase, out, ptc, pc, list(ident.nb_classes), list(ident._alias_pairs)
+
+
+def _encode(text: str, max_bytes: int) -> bytes:
+    if text.isupper():
+        text = text.lower()
+    return unicodedata.normalize("NFC", text).encode("utf8", errors="surrogatepass")[:max_bytes]
+
+
+def detect(texts: Sequence[str], *, max_bytes: int = MAX_BYTES) -> list[str]:
+    """The ISO 639-1 code py3langid gives each text; '' for texts without any n-gram feature the model knows
+    (where py3langid itself falls back to its first class, 'af')."""
+    nm, rowbase, out, ptc, pc, classes, aliases = _model()
+    encoded = [_encode(t, max_bytes) for t in texts]
+    lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
+    order = np.argsort(lengths, kind="stable")
+    result = np.empty(len(encoded), dtype=object)
+    for start in range(0, len(order), CHUNK):
+        idx = order[start:start + CHUNK]
+        result[idx] = _detect_chunk([encoded[i] for i in idx], lengths[idx], nm, rowbase, out, ptc, pc, classes,
+                                    aliases)
+    return ["" if not t.strip() else code for t, code in zip(texts, result.tolist(), strict=True)]
+
+
+def _detect_chunk(chunk: list[bytes], lengths: np.ndarray, nm, rowbase, out, ptc, pc, classes, aliases) -> list[str]:
+    n, width = len(chunk), int(lengths.max(initial=0))
+    if width == 0:
+        return [""] * n
+    buf = np.zeros((n, width), dtype=np.int64)
+    flat = np.frombuffer(b"".join(chunk), dtype=np.uint8)
+    rows = np.repeat(np.arange(n), lengths)
+    cols = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    buf[rows, cols] = flat
+    state = np.zeros(n, dtype=np.int64)
+    hit_rows, hit_feats = [], []
+    first_active = 0  # chunks are sorted by length: rows below this index have ended
+    for j in range(width):
+        while first_active < n and lengths[first_active] <= j:
+            first_active += 1
+        active = slice(first_active, n)
+        s = nm[rowbase[state[active]] + buf[active, j]]
+        state[active] = s
+        f = out[s]
+        keep = f >= 0
+        if keep.any():
+            hit_rows.append(np.nonzero(keep)[0] + first_active)
+            hit_feats.append(f[keep])
+    scores = np.tile(pc, (n, 1))
+    featureless = np.ones(n, dtype=bool)
+    if hit_rows:
+        r, f = np.concatenate(hit_rows), np.concatenate(hit_feats)
+        counts = sp.coo_matrix((np.ones(len(r)), (r, f)), shape=(n, ptc.shape[0])).tocsr()
+        counts.sum_duplicates()
+        counts.data = np.log1p(counts.data)
+        scores = scores + counts @ ptc
+        featureless[r] = False
+    floor = scores.min() - 1.0
+    for i, j in aliases:
+        scores[:, i] = np.maximum(scores[:, i], scores[:, j])
+        scores[:, j] = floor
+    # No feature at all (digits, symbols, a two-letter word): no language can be told.
+    return ["" if none else classes[k] for k, none in zip(scores.argmax(axis=1), featureless, strict=True)]
