@@ -7,7 +7,7 @@ import re
 import pytest
 from django.utils import timezone
 
-from mining.models import Corpus, Document, JobStatus, MiningRun, Sentence
+from mining.models import Corpus, JobStatus, MiningRun
 from tests.browser.conftest import login
 from tests.factories.mining import MiningRunFactory
 
@@ -28,16 +28,16 @@ PAIRS = [
 ]
 
 
-def small_corpus(name: str = "browser-en-fr") -> Corpus:
-    """A tiny en-fr corpus built row by row (the French side in reverse order)."""
-    corpus = Corpus.objects.create(name=name, languages=["en", "fr"])
-    docs = {lang: Document.objects.create(corpus=corpus, lang=lang, external_id="doc") for lang in ("en", "fr")}
-    for i, (en, fr) in enumerate(PAIRS):
-        Sentence.objects.create(corpus=corpus, document=docs["en"], lang="en", position=i, text=en,
-                                norm_hash=hash(en), detected_lang="en")
-        Sentence.objects.create(corpus=corpus, document=docs["fr"], lang="fr", position=len(PAIRS) - i, text=fr,
-                                norm_hash=hash(fr), detected_lang="fr")
-    return corpus
+def small_corpus(folder, name: str = "browser-en-fr") -> Corpus:
+    """A tiny en-fr corpus imported from a TSV file through the import service."""
+    from mining.services.imports import import_execute, import_job_create
+
+    path = folder / "pairs.tsv"
+    path.write_text("".join(f"{en}\t{fr}\n" for en, fr in PAIRS), encoding="utf-8")
+    job = import_execute(job=import_job_create(corpus_name=name, fmt="tsv", paths=[str(path)],
+                                               options={"src_lang": "en", "tgt_lang": "fr"}))
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    return Corpus.objects.get(name=name)
 
 
 @pytest.fixture
@@ -94,8 +94,8 @@ def test_results_compare_and_export_pages(page, staff, screenshot):
     assert len(lines) == 7  # scores >= 1.22 are ranks 1-8, less rank 4 which a pre-filter rejected
 
 
-def test_start_run_watch_it_finish_and_open_results(page, staff, screenshot, celery_worker_process):
-    corpus = small_corpus()
+def test_start_run_watch_it_finish_and_open_results(page, staff, screenshot, celery_worker_process, tmp_path):
+    corpus = small_corpus(tmp_path)
     login(page, *staff)
     screenshot(page, "dashboard")
 
