@@ -14,10 +14,13 @@ from django.db import connection, models
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from pcapp.roles import is_staff
+
 from .models import (
     Corpus,
     DocumentPairCandidate,
     GoldSentencePair,
+    ImportJob,
     JobStatus,
     MiningRun,
     RunKind,
@@ -379,6 +382,11 @@ def dashboard_data(*, user: Any) -> dict[str, Any]:
         "attention_runs": list(recent_failures.order_by("-finished_at")[:10]),
         "active_runs": list(MiningRun.objects.filter(status__in=[JobStatus.PENDING, JobStatus.RUNNING])
                             .order_by("created_at")[:10]),
+        "failed_imports": list(ImportJob.objects.filter(status=JobStatus.FAILED,
+                                                        finished_at__gte=timezone.now() - timezone.timedelta(days=7))
+                               .order_by("-finished_at")[:5]) if is_staff(user) else [],
+        "active_imports": list(ImportJob.objects.filter(status__in=[JobStatus.PENDING, JobStatus.RUNNING])
+                               .order_by("created_at")[:5]) if is_staff(user) else [],
         "campaigns": campaigns,
         "waiting_total": sum(c.get("waiting_for_user", 0) for c in campaigns),
     }

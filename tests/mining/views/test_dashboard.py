@@ -26,6 +26,20 @@ def test_dashboard_shows_corpora_runs_and_attention(staff_client):
     assert reverse("run-start") in html
 
 
+def test_dashboard_lists_failed_imports_for_staff_only(staff_client, reviewer_user):
+    from django.test import Client
+
+    from mining.models import ImportJob
+
+    reviewer_client = Client()
+    reviewer_client.force_login(reviewer_user)
+    ImportJob.objects.create(corpus_name="bad-upload", format="tsv", status=JobStatus.FAILED, error="line 3: <tab>",
+                             finished_at=timezone.now())
+    assert "bad-upload" in staff_client.get(reverse("dashboard")).content.decode()
+    assert "line 3: &lt;tab&gt;" in staff_client.get(reverse("dashboard")).content.decode()
+    assert "bad-upload" not in reviewer_client.get(reverse("dashboard")).content.decode()
+
+
 def test_reviewer_dashboard_hides_staff_links(reviewer_client):
     CorpusFactory()
     html = reviewer_client.get(reverse("dashboard")).content.decode()
