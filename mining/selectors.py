@@ -14,7 +14,7 @@ from django.db import connection, models
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from pcapp.roles import is_staff
+from pcapp.roles import is_reviewer, is_staff
 
 from .models import (
     Corpus,
@@ -372,7 +372,12 @@ def campaign_summaries(*, user: Any) -> list[dict[str, Any]]:
 
 
 def dashboard_data(*, user: Any) -> dict[str, Any]:
-    """Corpora, recent runs, campaigns, and what needs attention (recently failed and active runs)."""
+    """Corpora, recent runs, campaigns, and what needs attention (recently failed and active runs).
+
+    Users with no role (neither staff nor reviewer) see nothing but a note.
+    """
+    if not is_reviewer(user):
+        return {"no_role": True}
     recent_failures = MiningRun.objects.filter(status=JobStatus.FAILED,
                                                finished_at__gte=timezone.now() - timezone.timedelta(days=7))
     campaigns = campaign_summaries(user=user)

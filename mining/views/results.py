@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET
+
+from pcapp.permissions import reviewer_required
 
 from ..charts import histogram_svg, yield_svg
 from ..forms import CandidateFilterForm
@@ -28,7 +29,7 @@ def _float_param(request: HttpRequest, name: str, default: float | None) -> floa
 
 
 @require_GET
-@login_required
+@reviewer_required
 def run_results(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Candidates in rank order (keyset pages), with histogram and yield; htmx asks only for #candidate-list."""
     run = get_run_or_404(pk)
@@ -53,7 +54,7 @@ def run_results(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@reviewer_required
 def run_compare_view(request: HttpRequest) -> HttpResponse:
     """Compare two runs: overlap of kept pairs and each one's precision on labelled pairs."""
     runs = MiningRun.objects.select_related("src_corpus", "tgt_corpus").order_by("-created_at")[:200]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
@@ -11,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
-from pcapp.permissions import staff_required
+from pcapp.permissions import reviewer_required, staff_required
 
 from ..forms import RunStartForm
 from ..models import MiningRun
@@ -54,14 +53,14 @@ def run_start(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@reviewer_required
 def run_index(request: HttpRequest) -> HttpResponse:
     """All recent runs."""
     return render(request, "mining/run_list.html", {"runs": run_list(limit=200)})
 
 
 @require_GET
-@login_required
+@reviewer_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The run page; its #run-progress fragment polls itself every second until the run ends."""
     run = get_run_or_404(pk)
@@ -69,7 +68,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@reviewer_required
 def run_progress_partial(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The #run-progress fragment; once the run has ended it is sent without the trigger and with status 286."""
     run = get_run_or_404(pk)

@@ -171,3 +171,13 @@ def test_picking_a_corpus_offers_only_its_languages(staff_client):
     assert '<option value="es"' in html and '<option value="de"' not in html
     assert 'value="7"' in html  # the other values survive the refresh
     assert '<option value="es" selected>' in html  # the target defaults to the other language
+
+
+def test_user_without_role_sees_no_runs(client, other_user):
+    run = MiningRunFactory(name="secret-run")
+    client.force_login(other_user)
+    for url in (reverse("run-detail", args=[run.pk]), reverse("run-results", args=[run.pk]), reverse("run-list"),
+                reverse("run-compare")):
+        assert client.get(url).status_code == 403, url
+    html = client.get(reverse("dashboard")).content.decode()
+    assert 'id="no-role"' in html and "secret-run" not in html
