@@ -114,18 +114,19 @@ def collection_files(collection: str, lang: str) -> dict[str, Path]:
 
 
 def load_pairs(data_dir: str | Path, src: str, tgt: str, origins: list[str] | None = None,
-               min_words: int = 0) -> list[tuple[str, str, str]]:
-    """(src, tgt, origin) pairs from datasets/sentences/<src>-<tgt>/<origin>.tsv."""
+               min_words: int = 0) -> list[tuple[str, str, str, str]]:
+    """(src, tgt, origin, document id) pairs from datasets/sentences/<src>-<tgt>/<origin>.tsv (document id '' for
+    catalogue pairs)."""
     folder = Path(data_dir) / "sentences" / f"{src}-{tgt}"
-    out: list[tuple[str, str, str]] = []
+    out: list[tuple[str, str, str, str]] = []
     for path in sorted(folder.glob("*.tsv")):
         origin = path.stem
         if origins and origin not in origins:
             continue
         with path.open(encoding="utf-8", newline="") as fh:
             for row in csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE):
-                if len(row) == 2 and n_words(row[0]) >= min_words and n_words(row[1]) >= min_words:
-                    out.append((row[0], row[1], origin))
+                if len(row) in (2, 3) and n_words(row[0]) >= min_words and n_words(row[1]) >= min_words:
+                    out.append((row[0], row[1], origin, row[2] if len(row) == 3 else ""))
     return out
 
 

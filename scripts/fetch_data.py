@@ -53,19 +53,19 @@ def apt_install(packages: list[str]) -> None:
                    env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, stdout=subprocess.DEVNULL)
 
 
-def write_tsv(path: Path, pairs: list[tuple[str, str]]) -> int:
-    """Write deduplicated pairs; returns how many."""
+def write_tsv(path: Path, pairs: list[tuple[str, ...]]) -> int:
+    """Write deduplicated pairs (src, tgt[, document id]); returns how many."""
     seen: set[tuple[str, str]] = set()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     n = 0
     with tmp.open("w", encoding="utf-8") as out:
-        for src, tgt in pairs:
+        for src, tgt, *doc in pairs:
             key = (normalised(src), normalised(tgt))
             if key in seen or "\t" in src or "\t" in tgt:
                 continue
             seen.add(key)
-            out.write(f"{src}\t{tgt}\n")
+            out.write("\t".join([src, tgt, *doc]) + "\n")
             n += 1
     tmp.replace(path)
     return n
@@ -115,8 +115,12 @@ def build_documents(langs: list[str], collections: list[str]) -> None:
 
 
 def aligned_sentences(en_docs: dict, xx_docs: dict, lang: str):
-    """Sentence pairs from translated documents whose blocks line up one to one and whose blocks split into the
-    same number of sentences (the manuals are translated block by block with po4a, so structure is preserved)."""
+    """(en, xx, document id) sentence pairs from translated documents whose blocks line up one to one.
+
+    The manuals are translated block by block (po4a), so block i of a page translates block i of its original when
+    both pages have the same number of blocks. Only blocks that are a single sentence on both sides are kept: in
+    multi-sentence blocks equal sentence counts do not guarantee that the sentences correspond.
+    """
     import sentencex
 
     for doc_id, (_, en_blocks) in en_docs.items():
@@ -128,8 +132,8 @@ def aligned_sentences(en_docs: dict, xx_docs: dict, lang: str):
         for a, b in zip(en_blocks, xx_blocks, strict=True):
             sa = [s.strip() for s in sentencex.segment("en", a) if s.strip()]
             sb = [s.strip() for s in sentencex.segment(lang, b) if s.strip()]
-            if len(sa) == len(sb):
-                yield from ((x, y) for x, y in zip(sa, sb, strict=True) if x != y)
+            if len(sa) == len(sb) == 1 and sa[0] != sb[0]:
+                yield sa[0], sb[0], doc_id
 
 
 def describe() -> None:

