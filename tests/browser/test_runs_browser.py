@@ -135,3 +135,6 @@ def test_start_run_watch_it_finish_and_open_results(page, staff, screenshot, cel
     page.press("input[name=q]", "Enter")
     page.wait_for_function("document.querySelectorAll('table.candidates tr.candidate').length === 1")
     assert "password" in page.locator("table.candidates tr.candidate td.src").inner_text()
+    page.goto("/")
+    assert page.locator("table.runs tr.status-succeeded").count() == 1
+    screenshot(page, "dashboard-with-run")
