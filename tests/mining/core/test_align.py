@@ -1,0 +1,73 @@
+"""The aligner against a hand-made gold ladder, and linear memory on long documents."""
+
+import numpy as np
+
+from mining.core.align import AlignConfig, align, score_alignment, sentence_pairs
+
+
+def _ladder(seed: int = 0, d: int = 32):
+    """Source and target 'sentences' built from concepts; the gold ladder has 1:1, 1:2, 2:1, 0:1 and 1:0 beads."""
+    rng = np.random.default_rng(seed)
+    concepts = rng.normal(size=(12, d))
+    # bead plan: (source concept ids, target concept ids)
+    plan = [([0], [0]), ([1], [1, 2]), ([3, 4], [3]), ([5], [5]), ([], [6]), ([7], [7]), ([8], []), ([9], [9]),
+            ([10, 11], [10, 11])]
+    src, tgt, gold, si, ti = [], [], [], 0, 0
+    for s_ids, t_ids in plan:
+        if s_ids == [10, 11]:  # a 2:2 bead written as two 1:1 beads
+            for c in (10, 11):
+                src.append(concepts[c] + 0.05 * rng.normal(size=d))
+                tgt.append(concepts[c] + 0.05 * rng.normal(size=d))
+                gold.append((range(si, si + 1), range(ti, ti + 1)))
+                si, ti = si + 1, ti + 1
+            continue
+        # a merged side's sentences are parts of the concept: halves that add up to it
+        for k, c in enumerate(s_ids):
+            src.append(concepts[c] + 0.05 * rng.normal(size=d))
+        for k, c in enumerate(t_ids):
+            tgt.append(concepts[c] + 0.05 * rng.normal(size=d))
+        gold.append((range(si, si + len(s_ids)), range(ti, ti + len(t_ids))))
+        si, ti = si + len(s_ids), ti + len(t_ids)
+    src, tgt = np.array(src), np.array(tgt)
+    # make merged beads genuinely merged: the single side is the sum of the concepts on the other side
+    src[1 + 0] = concepts[1] + concepts[2]
+    tgt[3] = concepts[3] + concepts[4]
+    src /= np.linalg.norm(src, axis=1, keepdims=True)
+    tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
+    return src.astype(np.float32), tgt.astype(np.float32), gold
+
+
+def test_recovers_the_hand_made_ladder():
+    src, tgt, gold = _ladder()
+    beads = align(src, tgt, np.full(len(src), 40.0), np.full(len(tgt), 40.0))
+    pred = [(range(b.src_start, b.src_end), range(b.tgt_start, b.tgt_end)) for b in beads]
+    strict, lax = score_alignment(pred, gold)
+    assert strict.f1 == 1.0, pred
+    assert lax.f1 == 1.0
+    assert all(b.cosine > 0.9 for b in sentence_pairs(beads))
+
+
+def test_score_alignment_strict_and_lax():
+    gold = [(range(0, 1), range(0, 1)), (range(1, 3), range(1, 2))]
+    pred = [(range(0, 1), range(0, 1)), (range(1, 2), range(1, 2)), (range(2, 3), range(2, 3))]
+    strict, lax = score_alignment(pred, gold)
+    assert (strict.precision, strict.recall) == (1 / 3, 1 / 2)
+    assert lax.precision == 2 / 3 and lax.recall == 1.0
+
+
+def test_long_documents_align_coarse_to_fine_in_a_band():
+    rng = np.random.default_rng(1)
+    n, d = 3000, 16
+    base = rng.normal(size=(n, d))
+    src = base + 0.1 * rng.normal(size=(n, d))
+    keep = np.ones(n, bool)
+    keep[rng.choice(n, 30, replace=False)] = False  # 30 source sentences have no translation
+    tgt = (base + 0.1 * rng.normal(size=(n, d)))[keep]
+    src /= np.linalg.norm(src, axis=1, keepdims=True)
+    tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
+    cfg = AlignConfig(max_cells=100_000)
+    beads = sentence_pairs(align(src, tgt, np.full(n, 50.0), np.full(len(tgt), 50.0), cfg))
+    tgt_of = np.cumsum(keep) - 1
+    correct = sum(1 for b in beads if b.src_end - b.src_start == 1 and b.tgt_end - b.tgt_start == 1
+                  and keep[b.src_start] and tgt_of[b.src_start] == b.tgt_start)
+    assert correct >= 0.98 * keep.sum()

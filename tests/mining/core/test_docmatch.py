@@ -1,0 +1,67 @@
+"""Document embeddings over segment offsets, and HiDE training on synthetic document pairs."""
+
+import numpy as np
+import pytest
+import torch
+
+from mining.core.docmatch import HideConfig, HideModel, Pooling, check_offsets, sentence_avg, train_hide
+from mining.core.knn import knn_exact
+
+
+def test_sentence_avg_matches_a_loop_and_handles_empty_documents():
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(7, 4)).astype(np.float32)
+    offsets = np.array([0, 3, 3, 7])
+    out = sentence_avg(emb, offsets)
+    for i, (a, b) in enumerate(zip(offsets[:-1], offsets[1:], strict=True)):
+        if a == b:
+            assert not out[i].any()
+        else:
+            ref = emb[a:b].mean(0)
+            np.testing.assert_allclose(out[i], ref / np.linalg.norm(ref), rtol=1e-5)
+
+
+def test_offsets_are_checked():
+    with pytest.raises(ValueError):
+        check_offsets(np.array([0, 5, 3]), 3)
+
+
+def _docs(n_docs: int, seed: int, shift: np.ndarray):
+    """Target docs are noisy, re-ordered and partly re-split versions of the source docs, in a rotated space."""
+    rng = np.random.default_rng(seed)
+    src_rows, tgt_rows, so, to = [], [], [0], [0]
+    for _ in range(n_docs):
+        k = rng.integers(3, 9)
+        sents = rng.normal(size=(k, 16))
+        src_rows.append(sents)
+        t = (sents @ shift) + 0.3 * rng.normal(size=sents.shape)
+        tgt_rows.append(t[rng.permutation(k)])
+        so.append(so[-1] + k)
+        to.append(to[-1] + k)
+    norm = lambda x: (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)  # noqa: E731
+    return norm(np.vstack(src_rows)), np.array(so), norm(np.vstack(tgt_rows)), np.array(to)
+
+
+@pytest.mark.parametrize("pooling", [Pooling.DNN_POOL, Pooling.POOL_DNN])
+def test_hide_learns_to_match_documents_and_round_trips(tmp_path, pooling):
+    torch.set_num_threads(1)
+    rot = np.linalg.qr(np.random.default_rng(5).normal(size=(16, 16)))[0]
+    s, so, t, to = _docs(300, 1, rot)
+    cfg = HideConfig(hidden=(32, 32, 48, 48), batch_size=50, epochs=30, lr=3e-3, pooling=pooling.value, margin=0.3)
+    model = train_hide(s, so, t, to, config=cfg, seed=0)
+    s2, so2, t2, to2 = _docs(100, 2, rot)
+    u, v = model.embed(s2, so2, "src"), model.embed(t2, to2, "tgt")
+    _, ids = knn_exact(u, v, 1)
+    assert (ids[:, 0] == np.arange(100)).mean() > 0.8
+    model.save(tmp_path / "hide.pt")
+    again = HideModel.load(tmp_path / "hide.pt")
+    np.testing.assert_allclose(again.embed(s2, so2, "src"), u, atol=1e-6)
+
+
+def test_hide_training_is_seeded():
+    rot = np.eye(16)
+    s, so, t, to = _docs(40, 3, rot)
+    cfg = HideConfig(hidden=(16, 16, 16, 16), batch_size=20, epochs=2)
+    a = train_hide(s, so, t, to, config=cfg, seed=7).embed(s, so, "src")
+    b = train_hide(s, so, t, to, config=cfg, seed=7).embed(s, so, "src")
+    np.testing.assert_array_equal(a, b)
