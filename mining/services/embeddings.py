@@ -70,9 +70,15 @@ def embed_side(
     texts: list[str],
     progress: Callable[[int, int], None] | None = None,
     shard_size: int = SHARD_SIZE,
+    variant: str = "",
 ) -> np.ndarray:
-    """Embeddings (n, d) float32 for `ids`/`texts`, computing only shards that are not on disk yet."""
+    """Embeddings (n, d) float32 for `ids`/`texts`, computing only shards that are not on disk yet.
+
+    `variant` keeps differently ordered selections of the same side (e.g. every sentence by document) apart.
+    """
     folder = embeddings_dir(corpus, encoder_artefact, lang)
+    if variant:
+        folder = folder.parent / f"{lang}-{variant}"
     folder.mkdir(parents=True, exist_ok=True)
     n = len(ids)
     parts: list[np.ndarray] = []

@@ -29,13 +29,13 @@ def dan_config_from(params: dict) -> DanConfig:
 
 
 @transaction.atomic
-def encoder_artefact_create(*, name: str, path: Path, run: MiningRun, params: dict, metrics: dict) -> Artefact:
-    """Register a trained encoder file as the next version of `name`."""
-    version = (Artefact.objects.select_for_update().filter(kind=ArtefactKind.ENCODER, name=name)
+def artefact_create(*, kind: str, name: str, path: Path, run: MiningRun, params: dict, metrics: dict) -> Artefact:
+    """Register a trained model file as the next version of (kind, name)."""
+    version = (Artefact.objects.select_for_update().filter(kind=kind, name=name)
                .aggregate(v=Max("version"))["v"] or 0) + 1
     rel = path.relative_to(settings.PCAPP_DATA_DIR) if path.is_relative_to(settings.PCAPP_DATA_DIR) else path
     return Artefact.objects.create(
-        kind=ArtefactKind.ENCODER, name=name, version=version, path=str(rel), src_lang=run.src_lang,
+        kind=kind, name=name, version=version, path=str(rel), src_lang=run.src_lang,
         tgt_lang=run.tgt_lang, params=params, metrics=metrics, trained_on=run.src_corpus, created_by=run.created_by,
     )
 
@@ -64,6 +64,6 @@ def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
     final = folder / "model.pt"
     encoder.save(final)
-    artefact = encoder_artefact_create(name="dan", path=final, run=run, params={**config.to_dict(), **params},
-                                       metrics={"train_pairs": len(pairs)})
+    artefact = artefact_create(kind=ArtefactKind.ENCODER, name="dan", path=final, run=run,
+                               params={**config.to_dict(), **params}, metrics={"train_pairs": len(pairs)})
     return {"artefact_id": artefact.pk, "version": artefact.version, "train_pairs": len(pairs)}

@@ -1,0 +1,288 @@
+"""Document runs: match documents (Sentence-Avg, HiDE, sentence-vote, count baseline), align matched pairs into
+sentence pairs, and train HiDE on a corpus's gold document pairs.
+
+The numeric work is in mining.core (docmatch, docvote, align, knn, candidates); this module loads, calls and saves.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+
+from ..core.align import AlignConfig, align, sentence_pairs
+from ..core.candidates import Strategy, mine_candidates
+from ..core.docmatch import HideConfig, HideModel, sentence_avg, train_hide
+from ..core.docvote import aligned_sentence_count, sentence_vote
+from ..core.knn import KnnMethod, knn_both, knn_exact
+from ..core.margin import Margin
+from ..models import (
+    Artefact,
+    ArtefactKind,
+    Corpus,
+    DocumentPairCandidate,
+    GoldDocumentPair,
+    MiningRun,
+    RunKind,
+    Sentence,
+    SentencePairCandidate,
+)
+from .bulk import copy_rows
+from .embeddings import embed_side
+from .encoders import artefact_path, encoder_default, load_encoder
+from .progress import ProgressReporter
+from .runs import register_run_handler, run_record_timing
+
+METHODS = ("sentence_avg", "hide", "sentence_vote", "count")
+
+
+@dataclass(frozen=True)
+class DocSide:
+    """Every sentence of one corpus side grouped by document: rows of document i are offsets[i]:offsets[i+1]."""
+
+    doc_ids: np.ndarray  # (n_docs,) Document ids
+    offsets: np.ndarray  # (n_docs + 1,)
+    sent_ids: np.ndarray  # (n_sents,) Sentence ids
+    positions: np.ndarray  # (n_sents,)
+    texts: list[str]
+    detected: list[str]
+
+
+def doc_side(corpus: Corpus, lang: str) -> DocSide:
+    """Load the sentences of a corpus's documents in one language, ordered by document and position."""
+    rows = (Sentence.objects.filter(corpus=corpus, lang=lang).order_by("document_id", "position")
+            .values_list("document_id", "id", "position", "text", "detected_lang"))
+    docs, sids, pos, texts, det = [], [], [], [], []
+    for d, s, p, t, dl in rows.iterator(chunk_size=20_000):
+        docs.append(d)
+        sids.append(s)
+        pos.append(p)
+        texts.append(t)
+        det.append(dl)
+    docs_arr = np.asarray(docs, dtype=np.int64)
+    change = np.flatnonzero(np.diff(docs_arr)) + 1 if len(docs_arr) else np.empty(0, np.int64)
+    starts = np.concatenate([[0], change]) if len(docs_arr) else np.empty(0, np.int64)
+    return DocSide(docs_arr[starts], np.concatenate([starts, [len(docs_arr)]]).astype(np.int64),
+                   np.asarray(sids, dtype=np.int64), np.asarray(pos, dtype=np.int64), texts, det)
+
+
+def _embed(run: MiningRun, corpus: Corpus, lang: str, side: DocSide, reporter: ProgressReporter) -> np.ndarray:
+    encoder = load_encoder(run.encoder)
+    return embed_side(corpus=corpus, lang=lang, encoder_artefact=run.encoder, encode=encoder.encode,
+                      ids=side.sent_ids, texts=side.texts, progress=reporter.progress, variant="by-document")
+
+
+def _doc_model(run: MiningRun) -> HideModel:
+    artefact = Artefact.objects.filter(pk=run.params.get("doc_model")).first() if run.params.get("doc_model") else \
+        Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name="hide", src_lang=run.src_lang,
+                                tgt_lang=run.tgt_lang).order_by("-version").first()
+    if artefact is None:
+        raise ValueError(f"no trained HiDE model for {run.src_lang}-{run.tgt_lang}: train one first "
+                         "(manage.py train_doc_model)")
+    return HideModel.load(artefact_path(artefact))
+
+
+@register_run_handler(RunKind.DOCUMENT)
+def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
+    """Match documents of run.src_lang to documents of run.tgt_lang with the method in run.params."""
+    params = {"method": "hide", "k": 4, "margin": "ratio", "strategy": "max_score", "neighbours": 10,
+              "w1": 5.0, "w2": -2.0, **run.params}
+    if params["method"] not in METHODS:
+        raise ValueError(f"unknown document method '{params['method']}' (known: {', '.join(METHODS)})")
+    if run.encoder is None:
+        MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
+        run.refresh_from_db()
+    src, tgt = doc_side(run.src_corpus, run.src_lang), doc_side(run.tgt_corpus, run.tgt_lang)
+    if len(src.doc_ids) == 0 or len(tgt.doc_ids) == 0:
+        raise ValueError(f"nothing to match: {len(src.doc_ids)} '{run.src_lang}' and {len(tgt.doc_ids)} "
+                         f"'{run.tgt_lang}' documents")
+    t0 = time.perf_counter()
+    reporter.update(stage="embed-src", done=0, total=len(src.texts), force=True)
+    s_emb = _embed(run, run.src_corpus, run.src_lang, src, reporter)
+    reporter.update(stage="embed-tgt", done=0, total=len(tgt.texts), force=True)
+    t_emb = _embed(run, run.tgt_corpus, run.tgt_lang, tgt, reporter)
+    run_record_timing(run=run, stage="embed", seconds=time.perf_counter() - t0)
+    reporter.update(stage="match", force=True)
+    t0 = time.perf_counter()
+    rows = match(params, src, tgt, s_emb, t_emb, run)
+    run_record_timing(run=run, stage="match", seconds=time.perf_counter() - t0)
+    reporter.update(stage="write", total=len(rows), force=True)
+    written = _write_doc_candidates(run, rows, src.doc_ids, tgt.doc_ids)
+    return {"candidates": written, "src_documents": int(len(src.doc_ids)), "tgt_documents": int(len(tgt.doc_ids))}
+
+
+def match(params: dict, src: DocSide, tgt: DocSide, s_emb: np.ndarray, t_emb: np.ndarray,
+          run: MiningRun | None = None) -> list[tuple[int, int, float, float, str, dict]]:
+    """(src doc index, tgt doc index, cosine, score, strategy, evidence) for the chosen method."""
+    method = params["method"]
+    if method in ("sentence_vote", "count"):
+        k = int(params["neighbours"])
+        sims, ids = knn_exact(s_emb, t_emb, min(k, len(t_emb)))
+        tgt_doc_of = np.repeat(np.arange(len(tgt.doc_ids)), np.diff(tgt.offsets))
+        src_doc_of = np.repeat(np.arange(len(src.doc_ids)), np.diff(src.offsets))
+        if method == "count":
+            scores = aligned_sentence_count(ids, src_doc_of, tgt_doc_of, n_tgt_docs=len(tgt.doc_ids))
+        else:
+            scores = sentence_vote(ids, sims, src_doc_of, src.positions, tgt_doc_of, tgt.positions,
+                                   n_tgt_docs=len(tgt.doc_ids), w1=float(params["w1"]), w2=float(params["w2"]))
+        best = scores.best()
+        return [(int(s), int(t), 0.0, float(v), method, {"votes": int(n)})
+                for s, t, v, n in zip(best.src_doc, best.tgt_doc, best.score, best.n_votes, strict=True)]
+    if method == "hide":
+        model = _doc_model(run)
+        u, v = model.embed(s_emb, src.offsets, "src"), model.embed(t_emb, tgt.offsets, "tgt")
+    else:
+        u, v = sentence_avg(s_emb, src.offsets), sentence_avg(t_emb, tgt.offsets)
+    k = int(params["k"])
+    knn = knn_both(u, v, min(k, len(u), len(v)), method=KnnMethod.EXACT)
+    cands = mine_candidates(knn, margin=Margin(params["margin"]), k=min(k, len(u), len(v)),
+                            strategy=Strategy(params["strategy"]), threshold=params.get("threshold"))
+    return [(int(s), int(t), float(c), float(sc), params["strategy"],
+             {"method": method, "fwd_mean": round(float(f), 5), "bwd_mean": round(float(b), 5)})
+            for s, t, c, sc, f, b in zip(cands.src_idx, cands.tgt_idx, cands.cosine, cands.score, cands.fwd_mean,
+                                         cands.bwd_mean, strict=True)]
+
+
+@transaction.atomic
+def _write_doc_candidates(run: MiningRun, rows: list[tuple], src: np.ndarray, tgt: np.ndarray) -> int:
+    """Replace the run's document candidates (rank 1 = best score); rows index into the `src`/`tgt` document ids."""
+    DocumentPairCandidate.objects.filter(run=run).delete()
+    rows = sorted(rows, key=lambda r: -r[3])
+    return copy_rows(
+        DocumentPairCandidate, ["run_id", "src_id", "tgt_id", "cosine", "score", "rank", "strategy",
+                                "filter_reason", "evidence"],
+        ((run.pk, int(src[s]), int(tgt[t]), c, sc, i + 1, strat, "", ev)
+         for i, (s, t, c, sc, strat, ev) in enumerate(rows)),
+        ["int8", "int8", "int8", "float8", "float8", "int4", "text", "text", "jsonb"],
+    )
+
+
+@register_run_handler(RunKind.ALIGN)
+def execute_align_run(run: MiningRun, reporter: ProgressReporter) -> dict:
+    """Align the sentences of the parent document run's pairs scoring >= params.threshold (all when unset)."""
+    parent = run.parent
+    if parent is None or parent.kind != RunKind.DOCUMENT:
+        raise ValueError("an alignment run needs a document-matching run as its parent")
+    if run.encoder is None:
+        MiningRun.objects.filter(pk=run.pk).update(encoder=parent.encoder or encoder_default())
+        run.refresh_from_db()
+    pairs = DocumentPairCandidate.objects.filter(run=parent)
+    if run.params.get("threshold") is not None:
+        pairs = pairs.filter(score__gte=float(run.params["threshold"]))
+    pairs = list(pairs.order_by("rank").values_list("id", "src_id", "tgt_id"))
+    src = doc_side(parent.src_corpus, parent.src_lang)
+    tgt = doc_side(parent.tgt_corpus, parent.tgt_lang)
+    reporter.update(stage="embed", force=True)
+    s_emb = _embed(run, parent.src_corpus, parent.src_lang, src, reporter)
+    t_emb = _embed(run, parent.tgt_corpus, parent.tgt_lang, tgt, reporter)
+    s_index = {int(d): i for i, d in enumerate(src.doc_ids)}
+    t_index = {int(d): i for i, d in enumerate(tgt.doc_ids)}
+    reporter.update(stage="align", done=0, total=len(pairs), force=True)
+    t0 = time.perf_counter()
+    out = []
+    for n, (pair_id, s_doc, t_doc) in enumerate(pairs):
+        out.extend(_align_pair(pair_id, src, tgt, s_emb, t_emb, s_index[s_doc], t_index[t_doc], run))
+        reporter.update(done=n + 1)
+    run_record_timing(run=run, stage="align", seconds=time.perf_counter() - t0)
+    return {"candidates": _write_aligned(run, out), "document_pairs": len(pairs)}
+
+
+def _align_pair(pair_id: int, src: DocSide, tgt: DocSide, s_emb, t_emb, i: int, j: int, run: MiningRun) -> list:
+    a0, a1 = src.offsets[i], src.offsets[i + 1]
+    b0, b1 = tgt.offsets[j], tgt.offsets[j + 1]
+    s_texts, t_texts = src.texts[a0:a1], tgt.texts[b0:b1]
+    beads = sentence_pairs(align(s_emb[a0:a1], t_emb[b0:b1], np.array([len(t) for t in s_texts]),
+                                 np.array([len(t) for t in t_texts]), AlignConfig()))
+    rows = []
+    for b in beads:
+        s_text = " ".join(s_texts[b.src_start:b.src_end])
+        t_text = " ".join(t_texts[b.tgt_start:b.tgt_end])
+        reason = ""
+        if s_text.strip() == t_text.strip():
+            reason = "identical"
+        elif {src.detected[a0 + k] for k in range(b.src_start, b.src_end)} - {run.src_lang, ""} or \
+                {tgt.detected[b0 + k] for k in range(b.tgt_start, b.tgt_end)} - {run.tgt_lang, ""}:
+            reason = "wrong_language"
+        rows.append((pair_id, int(src.sent_ids[a0 + b.src_start]), int(tgt.sent_ids[b0 + b.tgt_start]),
+                     b.cosine, reason, {"bead": [b.src_end - b.src_start, b.tgt_end - b.tgt_start],
+                                        "src_rows": [int(x) for x in src.sent_ids[a0 + b.src_start:a0 + b.src_end]],
+                                        "tgt_rows": [int(x) for x in tgt.sent_ids[b0 + b.tgt_start:b0 + b.tgt_end]]}))
+    return rows
+
+
+@transaction.atomic
+def _write_aligned(run: MiningRun, rows: list) -> int:
+    """Sentence-pair candidates of an alignment run, each pointing at its document pair (one row per bead; merged
+    beads keep their first sentences as src/tgt and list all rows in the evidence)."""
+    SentencePairCandidate.objects.filter(run=run).delete()
+    seen, uniq = set(), []
+    for r in sorted(rows, key=lambda r: -r[3]):
+        if (r[1], r[2]) not in seen:
+            seen.add((r[1], r[2]))
+            uniq.append(r)
+    return copy_rows(
+        SentencePairCandidate, ["run_id", "src_id", "tgt_id", "cosine", "score", "rank", "strategy", "filter_reason",
+                                "doc_pair_id", "evidence"],
+        ((run.pk, s, t, cos, cos, i + 1, "align", reason, pair, ev)
+         for i, (pair, s, t, cos, reason, ev) in enumerate(uniq)),
+        ["int8", "int8", "int8", "float8", "float8", "int4", "text", "text", "int8", "jsonb"],
+    )
+
+
+@register_run_handler(RunKind.TRAIN_DOC_MODEL)
+def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
+    """Train HiDE on the corpus's gold document pairs between run.src_lang and run.tgt_lang."""
+    if run.encoder is None:
+        MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
+        run.refresh_from_db()
+    src, tgt = doc_side(run.src_corpus, run.src_lang), doc_side(run.src_corpus, run.tgt_lang)
+    s_index = {int(d): i for i, d in enumerate(src.doc_ids)}
+    t_index = {int(d): i for i, d in enumerate(tgt.doc_ids)}
+    gold = [(s_index[s], t_index[t]) for s, t in _gold_doc_pairs(run.src_corpus, run.src_lang, run.tgt_lang)
+            if s in s_index and t in t_index]
+    if len(gold) < 2:
+        raise ValueError(f"corpus '{run.src_corpus}' has {len(gold)} gold {run.src_lang}-{run.tgt_lang} document "
+                         "pairs with sentences; HiDE needs at least 2")
+    reporter.update(stage="embed", force=True)
+    s_emb = _embed(run, run.src_corpus, run.src_lang, src, reporter)
+    t_emb = _embed(run, run.src_corpus, run.tgt_lang, tgt, reporter)
+    s_rows, s_off = _select_docs(s_emb, src.offsets, [g[0] for g in gold])
+    t_rows, t_off = _select_docs(t_emb, tgt.offsets, [g[1] for g in gold])
+    known = {f for f in HideConfig.__dataclass_fields__}
+    cfg = HideConfig(**{k: (tuple(v) if k == "hidden" else v) for k, v in run.params.items() if k in known})
+    reporter.update(stage="train", done=0, force=True)
+    t0 = time.perf_counter()
+    model = train_hide(s_rows, s_off, t_rows, t_off, config=cfg, seed=int(run.params.get("seed", 0)),
+                       progress=reporter.progress)
+    run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
+    folder = Path(settings.PCAPP_DATA_DIR) / "models" / "documents" / f"run-{run.pk}"
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save(folder / "hide.pt")
+    from .training_runs import artefact_create
+
+    artefact = artefact_create(kind=ArtefactKind.DOC_MODEL, name="hide", path=folder / "hide.pt", run=run,
+                               params={**run.params, "encoder": run.encoder.pk}, metrics={"train_pairs": len(gold)})
+    return {"artefact_id": artefact.pk, "version": artefact.version, "train_pairs": len(gold)}
+
+
+def _gold_doc_pairs(corpus: Corpus, src_lang: str, tgt_lang: str) -> list[tuple[int, int]]:
+    out = []
+    for s, sl, t, tl in GoldDocumentPair.objects.filter(corpus=corpus).values_list("src_id", "src__lang", "tgt_id",
+                                                                                   "tgt__lang"):
+        if (sl, tl) == (src_lang, tgt_lang):
+            out.append((s, t))
+        elif (sl, tl) == (tgt_lang, src_lang):
+            out.append((t, s))
+    return out
+
+
+def _select_docs(emb: np.ndarray, offsets: np.ndarray, docs: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    lengths = np.array([offsets[d + 1] - offsets[d] for d in docs], dtype=np.int64)
+    rows = np.concatenate([np.arange(offsets[d], offsets[d + 1]) for d in docs])
+    return emb[rows], np.concatenate([[0], np.cumsum(lengths)])
+
+
