@@ -36,7 +36,7 @@ from mining.core.encoders.usem import Usem3Encoder  # noqa: E402
 from mining.core.evaluation import BuccSet, build_bucc, evaluate_mining, near_duplicate_key  # noqa: E402
 from mining.core.knn import knn_both_ways  # noqa: E402
 from mining.core.margin import Margin  # noqa: E402
-from scripts.data_sources import load_documents, load_pairs  # noqa: E402
+from scripts.data_sources import UNALIGNED_PAGES, load_documents, load_pairs  # noqa: E402
 
 TEST_ORIGINS = ["gimp-help", "debian-reference"]
 TRAIN_ORIGINS = ["debian-mo", "django"]
@@ -61,7 +61,7 @@ def page_sentences(lang: str, roles: dict[tuple[str, str], str], role: str) -> l
     out = []
     for collection in TEST_ORIGINS:
         for doc in load_documents(datasets(), collection, lang):
-            if roles.get((collection, doc["id"])) == role:
+            if roles.get((collection, doc["id"])) == role and doc["id"] not in UNALIGNED_PAGES:
                 out.extend(s for s in doc["sentences"] if len(s.split()) >= 5)
     return out
 

@@ -27,6 +27,11 @@ DOC_COLLECTIONS = {
 }
 
 
+# Pages whose entries are sorted alphabetically in each language (the manual's index and glossary): their blocks do
+# not line up across languages, so they give no gold pairs; their entries also repeat every page title.
+UNALIGNED_PAGES = {"gimp-help-index.html", "glossary.html", "index.html"}
+
+
 def clean(text: str) -> str:
     """One line of text: whitespace collapsed (tabs and newlines would break TSV)."""
     return SPACE.sub(" ", text).strip()

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.data_sources import (  # noqa: E402
     DOC_COLLECTIONS,
+    UNALIGNED_PAGES,
     catalogue_pairs,
     collection_files,
     html_blocks,
@@ -124,7 +125,7 @@ def aligned_sentences(en_docs: dict, xx_docs: dict, lang: str):
     import sentencex
 
     for doc_id, (_, en_blocks) in en_docs.items():
-        if doc_id not in xx_docs:
+        if doc_id not in xx_docs or doc_id in UNALIGNED_PAGES:
             continue
         xx_blocks = xx_docs[doc_id][1]
         if len(en_blocks) != len(xx_blocks):
