@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-
 from _django import setup
 
 
