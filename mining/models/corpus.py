@@ -66,8 +66,9 @@ class Sentence(models.Model):
         ]
         indexes = [
             models.Index(fields=["corpus", "lang", "id"], name="sentence_corpus_lang_id"),
-            models.Index(fields=["norm_hash"], name="sentence_norm_hash"),
         ]
+        # No index on norm_hash: dedup runs over a side's rows in the mining job, and every extra index on this
+        # table slows the bulk COPY of imports (see bench/import_bench.py).
 
     def __str__(self) -> str:
         return self.text[:80]
