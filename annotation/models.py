@@ -1,1 +1,123 @@
-"""Review data model (labels, campaigns, queues)."""
+"""Review data model: campaigns of sampled items, reviewers' current items (assignments), and labels."""
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.db.models import Q
+
+DEFAULT_GUIDELINES = (
+    "GOOD when more than 70 % of the sentence is correctly translated in the other, so that most of the "
+    "information is conveyed. BAD otherwise: partial translations, wrong language, unrelated text, or the same "
+    "text on both sides."
+)
+
+
+class Verdict(models.TextChoices):
+    GOOD = "GOOD", "Good"
+    BAD = "BAD", "Bad"
+
+
+class Reason(models.TextChoices):
+    WRONG_LANGUAGE = "wrong_language", "Wrong language"
+    PARTIAL = "partial", "Partial translation"
+    NOT_TRANSLATION = "not_translation", "Not a translation"
+    MACHINE = "machine_translation", "Machine translation"
+
+
+class Sampler(models.TextChoices):
+    UNIFORM = "uniform", "Uniform"
+    STRATIFIED = "stratified", "Stratified by score band"
+    TOP = "top", "Top N"
+    THRESHOLD = "threshold", "Around the threshold"
+
+
+class Campaign(models.Model):
+    """A human evaluation of one or more runs (the papers' GOOD/BAD judgements)."""
+
+    name = models.CharField(max_length=200)
+    runs = models.ManyToManyField("mining.MiningRun", related_name="campaigns")
+    reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="review_campaigns")
+    guidelines = models.TextField(default=DEFAULT_GUIDELINES)
+    sample_size = models.PositiveIntegerField(default=200, help_text="Items per run (the paper used 200).")
+    sampler = models.CharField(max_length=16, choices=Sampler.choices, default=Sampler.UNIFORM)
+    threshold = models.FloatField(null=True, blank=True, help_text="For the 'around the threshold' sampler.")
+    bands = models.PositiveSmallIntegerField(default=5, help_text="Score bands of the stratified sampler.")
+    seed = models.IntegerField(default=0)
+    overlap = models.PositiveSmallIntegerField(default=1, help_text="Reviewers who judge each item.")
+    n_controls = models.PositiveIntegerField(default=0, help_text="Known GOOD/BAD control items per run.")
+    blind = models.BooleanField(default=False, help_text="Hide the mining evidence from reviewers.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CampaignItem(models.Model):
+    """One pair to judge: a sampled candidate, or a control item built from the corpus (no candidate)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="items")
+    run = models.ForeignKey("mining.MiningRun", null=True, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField()
+    sentence_pair = models.ForeignKey("mining.SentencePairCandidate", null=True, blank=True, on_delete=models.CASCADE,
+                                      related_name="campaign_items")
+    document_pair = models.ForeignKey("mining.DocumentPairCandidate", null=True, blank=True,
+                                      on_delete=models.CASCADE, related_name="campaign_items")
+    src = models.ForeignKey("mining.Sentence", null=True, on_delete=models.CASCADE, related_name="+")
+    tgt = models.ForeignKey("mining.Sentence", null=True, on_delete=models.CASCADE, related_name="+")
+    is_control = models.BooleanField(default=False)
+    expected = models.CharField(max_length=4, choices=Verdict.choices, blank=True,
+                                help_text="Known answer of a control item (never shown to reviewers).")
+    stratum = models.SmallIntegerField(default=0)
+    stratum_size = models.PositiveIntegerField(default=0, help_text="Candidates of the run in this item's stratum.")
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "position"], name="item_unique_position")]
+
+
+class Assignment(models.Model):
+    """The item a reviewer is judging now (at most one per reviewer and campaign)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(CampaignItem, on_delete=models.CASCADE, related_name="assignments")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    claimed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "reviewer"], name="one_current_item"),
+            models.UniqueConstraint(fields=["item", "reviewer"], name="assignment_unique_item_reviewer"),
+        ]
+
+
+class Label(models.Model):
+    """A GOOD/BAD judgement of a pair, in a campaign or straight from a run's results."""
+
+    campaign = models.ForeignKey(Campaign, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
+    item = models.ForeignKey(CampaignItem, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="labels")
+    sentence_pair = models.ForeignKey("mining.SentencePairCandidate", null=True, blank=True,
+                                      on_delete=models.CASCADE, related_name="labels")
+    document_pair = models.ForeignKey("mining.DocumentPairCandidate", null=True, blank=True,
+                                      on_delete=models.CASCADE, related_name="labels")
+    verdict = models.CharField(max_length=4, choices=Verdict.choices)
+    reasons = ArrayField(models.CharField(max_length=32, choices=Reason.choices), default=list, blank=True)
+    comment = models.TextField(blank=True)
+    seconds_spent = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "reviewer"], name="label_once_per_item",
+                                    condition=Q(item__isnull=False)),
+            models.UniqueConstraint(fields=["sentence_pair", "reviewer"], name="label_once_per_pair",
+                                    condition=Q(campaign__isnull=True, sentence_pair__isnull=False)),
+            models.UniqueConstraint(fields=["document_pair", "reviewer"], name="label_once_per_doc_pair",
+                                    condition=Q(campaign__isnull=True, document_pair__isnull=False)),
+        ]
+        indexes = [models.Index(fields=["campaign", "reviewer", "-created_at"], name="label_campaign_reviewer")]
