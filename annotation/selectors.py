@@ -1,0 +1,139 @@
+"""Read side of the review app: campaigns a user may see, the item card's data, history and results.
+
+The queue itself (which item a reviewer gets) is `services.item_claim`; its algorithm is described in queue.md.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+from django.db.models import Count, Q, QuerySet
+
+from mining.core.agreement import cohen_kappa, fleiss_kappa
+from mining.core.calibration.estimates import weighted_proportion
+from mining.models import Sentence
+
+from .models import Campaign, CampaignItem, Label, Sampler, Verdict
+
+
+def campaigns_for(user: Any) -> QuerySet[Campaign]:
+    """Staff see every campaign; reviewers only theirs. Annotated with item and label counts (one query)."""
+    qs = Campaign.objects.all() if user.is_staff else Campaign.objects.filter(reviewers=user)
+    return qs.annotate(
+        n_items=Count("items", distinct=True),
+        n_labels=Count("labels", distinct=True),
+        n_good=Count("labels", filter=Q(labels__verdict=Verdict.GOOD), distinct=True),
+        n_mine=Count("labels", filter=Q(labels__reviewer=user), distinct=True),
+    ).order_by("-created_at")
+
+
+def campaign_for(user: Any, pk: int) -> Campaign:
+    """A campaign the user may review (DoesNotExist otherwise)."""
+    qs = Campaign.objects.all() if user.is_staff else Campaign.objects.filter(reviewers=user)
+    return qs.get(pk=pk)
+
+
+@dataclass(frozen=True)
+class ItemCard:
+    """What the review card shows for one item."""
+
+    item: CampaignItem
+    src: Sentence
+    tgt: Sentence
+    evidence: dict
+    src_neighbours: list[tuple[str, float]]
+    tgt_neighbours: list[tuple[str, float]]
+
+
+def item_card(item: CampaignItem) -> ItemCard:
+    """The item's two sentences and its mining evidence with the competing neighbours' texts (two queries)."""
+    item = CampaignItem.objects.select_related("src", "tgt", "sentence_pair").get(pk=item.pk)
+    evidence = item.sentence_pair.evidence if item.sentence_pair else {}
+    neighbours = evidence.get("src_neighbours", []) + evidence.get("tgt_neighbours", [])
+    ids = [int(i) for i, _ in neighbours]
+    texts = dict(Sentence.objects.filter(pk__in=ids).values_list("id", "text")) if ids else {}
+    return ItemCard(
+        item=item, src=item.src, tgt=item.tgt, evidence=evidence,
+        src_neighbours=[(texts.get(int(i), "?"), s) for i, s in evidence.get("src_neighbours", [])],
+        tgt_neighbours=[(texts.get(int(i), "?"), s) for i, s in evidence.get("tgt_neighbours", [])],
+    )
+
+
+def history(campaign: Campaign, reviewer: Any) -> list[Label]:
+    """The reviewer's labels in the campaign, oldest first, with their sentences (one query)."""
+    return list(Label.objects.filter(campaign=campaign, reviewer=reviewer).select_related("item__src", "item__tgt")
+                .order_by("created_at", "id"))
+
+
+def remaining(campaign: Campaign, reviewer: Any) -> int:
+    """Items this reviewer has not judged yet."""
+    return CampaignItem.objects.filter(campaign=campaign).exclude(labels__reviewer=reviewer).count()
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: int
+    run_name: str
+    n_labels: int
+    good_rate: float
+    low: float
+    high: float
+
+
+def campaign_results(campaign: Campaign) -> dict[str, Any]:
+    """GOOD rate with a 95 % interval per run, Cohen's and Fleiss' kappa, control accuracy and progress per
+    reviewer. Stratified campaigns weight each label by its stratum's size over the labels drawn from it."""
+    labels = list(Label.objects.filter(campaign=campaign)
+                  .values_list("item_id", "item__run_id", "item__is_control", "item__expected", "item__stratum",
+                               "item__stratum_size", "reviewer__username", "verdict", "seconds_spent"))
+    runs = {r.pk: str(r) for r in campaign.runs.all()}
+    per_run: dict[int, list[tuple]] = defaultdict(list)
+    for row in labels:
+        if not row[2]:
+            per_run[row[1]].append(row)
+    results = []
+    for run_id, rows in sorted(per_run.items()):
+        good = np.array([r[7] == Verdict.GOOD for r in rows])
+        weights = None
+        if campaign.sampler == Sampler.STRATIFIED:
+            drawn = defaultdict(int)
+            for r in rows:
+                drawn[r[4]] += 1
+            weights = np.array([r[5] / drawn[r[4]] for r in rows], dtype=np.float64)
+        est = weighted_proportion(good, weights)
+        results.append(RunResult(run_id, runs.get(run_id, f"run {run_id}"), len(rows), est.precision, est.low,
+                                 est.high))
+    by_item: dict[int, dict[str, str]] = defaultdict(dict)
+    for item_id, _, is_control, _, _, _, who, verdict, _ in labels:
+        if not is_control:
+            by_item[item_id][who] = verdict
+    reviewers = sorted({r[6] for r in labels})
+    cohen = {}
+    for a, b in combinations(reviewers, 2):
+        shared = [(v[a], v[b]) for v in by_item.values() if a in v and b in v]
+        if shared:
+            cohen[(a, b)] = (cohen_kappa(np.array([x for x, _ in shared]), np.array([y for _, y in shared])),
+                             len(shared))
+    full = [v for v in by_item.values() if len(v) == campaign.overlap]
+    fleiss = float("nan")
+    if campaign.overlap >= 2 and full:
+        counts = np.array([[sum(x == Verdict.GOOD for x in v.values()), sum(x == Verdict.BAD for x in v.values())]
+                           for v in full])
+        fleiss = fleiss_kappa(counts)
+    per_reviewer = {}
+    n_items = CampaignItem.objects.filter(campaign=campaign).count()
+    for who in reviewers:
+        mine = [r for r in labels if r[6] == who]
+        controls = [r for r in mine if r[2]]
+        per_reviewer[who] = {
+            "labels": len(mine), "items": n_items,
+            "control_accuracy": (sum(r[7] == r[3] for r in controls) / len(controls)) if controls else None,
+            "n_controls": len(controls),
+            "median_seconds": float(np.median([r[8] for r in mine])) if mine else None,
+        }
+    return {"runs": results, "cohen": cohen, "fleiss": fleiss, "fleiss_items": len(full),
+            "reviewers": per_reviewer, "n_items": n_items, "n_labels": len(labels)}

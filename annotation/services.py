@@ -1,0 +1,226 @@
+"""Write side of the review app: create campaigns (sampling), claim the next item, label, undo."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Max, Min
+
+from mining.models import GoldSentencePair, MiningRun, RunKind, SentencePairCandidate
+
+from .models import Assignment, Campaign, CampaignItem, Label, Sampler, Verdict
+
+
+class ReviewError(Exception):
+    """A request the review rules refuse; `status` is the HTTP status to answer with."""
+
+    status = 400
+
+
+class StaleItem(ReviewError):
+    status = 409
+
+
+class DuplicateLabel(ReviewError):
+    status = 409
+
+
+def _sample_ids(run: MiningRun, sampler: str, n: int, seed: int, threshold: float | None,
+                bands: int) -> list[tuple[int, int, int]]:
+    """(candidate id, stratum, stratum size) sampled in SQL, never loading the run's candidates into Python.
+
+    A seeded md5 of the id gives a reproducible random order inside Postgres.
+    """
+    qs = SentencePairCandidate.objects.filter(run=run)
+    if sampler == Sampler.TOP:
+        total = qs.count()
+        return [(pk, 0, total) for pk in qs.order_by("rank").values_list("id", flat=True)[:n]]
+    if sampler == Sampler.THRESHOLD:
+        if threshold is None:
+            raise ReviewError("the 'around the threshold' sampler needs a threshold")
+        total = qs.count()
+        with connection.cursor() as cur:
+            cur.execute("SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s "
+                        "ORDER BY abs(score - %s), id LIMIT %s", [run.pk, threshold, n])
+            return [(r[0], 0, total) for r in cur.fetchall()]
+    if sampler == Sampler.UNIFORM:
+        total = qs.count()
+        with connection.cursor() as cur:
+            cur.execute("SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s "
+                        "ORDER BY md5(id::text || %s), id LIMIT %s", [run.pk, str(seed), n])
+            return [(r[0], 0, total) for r in cur.fetchall()]
+    if sampler == Sampler.STRATIFIED:
+        stats = qs.aggregate(lo=Min("score"), hi=Max("score"))
+        if stats["lo"] is None:
+            return []
+        lo, hi = stats["lo"], stats["hi"] + 1e-9
+        per_band = max(1, n // bands)
+        with connection.cursor() as cur:
+            cur.execute(
+                """
+                WITH b AS (SELECT id, width_bucket(score, %s, %s, %s) - 1 AS band,
+                                  row_number() OVER (PARTITION BY width_bucket(score, %s, %s, %s)
+                                                     ORDER BY md5(id::text || %s), id) AS k
+                           FROM mining_sentencepaircandidate WHERE run_id = %s),
+                     sizes AS (SELECT band, count(*) AS size FROM b GROUP BY band)
+                SELECT b.id, b.band, sizes.size FROM b JOIN sizes USING (band) WHERE b.k <= %s ORDER BY b.band, b.k
+                """,
+                [lo, hi, bands, lo, hi, bands, str(seed), run.pk, per_band],
+            )
+            return [(r[0], int(r[1]), int(r[2])) for r in cur.fetchall()]
+    raise ReviewError(f"unknown sampler '{sampler}'")
+
+
+def _controls(run: MiningRun, n: int, seed: int) -> list[dict[str, Any]]:
+    """Known GOOD items from the corpus's gold pairs and known BAD ones from shuffled gold pairs."""
+    gold = list(GoldSentencePair.objects.filter(corpus=run.src_corpus, src__lang=run.src_lang,
+                                                tgt__lang=run.tgt_lang).values_list("src_id", "tgt_id")[:5000])
+    if len(gold) < 2 or n == 0:
+        return []
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(gold), size=min(n, len(gold)), replace=False)
+    out = []
+    for k, i in enumerate(picks):
+        if k % 2 == 0:
+            out.append({"src_id": gold[i][0], "tgt_id": gold[i][1], "expected": Verdict.GOOD})
+        else:
+            j = (i + 1 + int(rng.integers(0, len(gold) - 1))) % len(gold)
+            out.append({"src_id": gold[i][0], "tgt_id": gold[j][1], "expected": Verdict.BAD})
+    return out
+
+
+@transaction.atomic
+def campaign_create(*, name: str, runs: Sequence[MiningRun], reviewers: Sequence[Any], user: Any = None,
+                    sample_size: int = 200, sampler: str = Sampler.UNIFORM, seed: int = 0, overlap: int = 1,
+                    guidelines: str | None = None, n_controls: int = 0, blind: bool = False,
+                    threshold: float | None = None, bands: int = 5) -> Campaign:
+    """Create a campaign and sample its items from each run (plus control items, placed at seeded positions)."""
+    if not runs:
+        raise ReviewError("a campaign needs at least one run")
+    if overlap < 1 or (reviewers and overlap > len(reviewers)):
+        raise ReviewError(f"overlap must be between 1 and the number of reviewers ({len(reviewers)})")
+    fields = {"guidelines": guidelines} if guidelines else {}
+    campaign = Campaign.objects.create(name=name, sample_size=sample_size, sampler=sampler, seed=seed,
+                                       overlap=overlap, n_controls=n_controls, blind=blind, threshold=threshold,
+                                       bands=bands, created_by=user, **fields)
+    campaign.runs.set(runs)
+    campaign.reviewers.set(reviewers)
+    items: list[CampaignItem] = []
+    for run in runs:
+        if run.kind == RunKind.DOCUMENT:
+            raise ReviewError("document runs are reviewed pair by pair on the document pages, not in campaigns")
+        sampled = _sample_ids(run, sampler, sample_size, seed, threshold, bands)
+        cands = SentencePairCandidate.objects.in_bulk([pk for pk, _, _ in sampled])
+        for pk, stratum, size in sampled:
+            c = cands[pk]
+            items.append(CampaignItem(campaign=campaign, run=run, sentence_pair=c, src_id=c.src_id, tgt_id=c.tgt_id,
+                                      stratum=stratum, stratum_size=size, position=0))
+        for ctl in _controls(run, n_controls, seed):
+            items.append(CampaignItem(campaign=campaign, run=run, is_control=True, position=0, stratum=-1, **ctl))
+    order = np.random.default_rng(seed).permutation(len(items))
+    for pos, i in enumerate(order):
+        items[i].position = pos
+    CampaignItem.objects.bulk_create(items, batch_size=2000)
+    return campaign
+
+
+def check_can_review(campaign: Campaign, reviewer: Any) -> None:
+    """Only the campaign's reviewers (and staff) review it."""
+    if not (reviewer.is_staff or campaign.reviewers.filter(pk=reviewer.pk).exists()):
+        raise ReviewError("you are not a reviewer of this campaign")
+
+
+@transaction.atomic
+def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | None, str]:
+    """The reviewer's current item, claiming the next free one when there is none: (item, reason).
+
+    Free = fewer than `overlap` labels plus current claims, not yet labelled by this reviewer. Rows are locked with
+    SKIP LOCKED, so two reviewers claiming at once never get the same item beyond the overlap asked for.
+    """
+    current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related("item").first()
+    if current:
+        return current.item, "current"
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT i.id FROM annotation_campaignitem i
+            WHERE i.campaign_id = %(c)s
+              AND NOT EXISTS (SELECT 1 FROM annotation_label l WHERE l.item_id = i.id AND l.reviewer_id = %(r)s)
+              AND (SELECT count(*) FROM annotation_label l WHERE l.item_id = i.id)
+                + (SELECT count(*) FROM annotation_assignment a WHERE a.item_id = i.id) < %(o)s
+            ORDER BY i.position
+            FOR UPDATE SKIP LOCKED
+            LIMIT 1
+            """,
+            {"c": campaign.pk, "r": reviewer.pk, "o": campaign.overlap},
+        )
+        row = cur.fetchone()
+    if row is None:
+        return None, "done"
+    item = CampaignItem.objects.get(pk=row[0])
+    Assignment.objects.create(campaign=campaign, item=item, reviewer=reviewer)
+    return item, "claimed"
+
+
+def check_current(campaign: Campaign, reviewer: Any, item_id: int) -> Assignment:
+    """The reviewer's assignment, which must be `item_id` (else the submission is stale)."""
+    current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).first()
+    if current is None or current.item_id != item_id:
+        if Label.objects.filter(item_id=item_id, reviewer=reviewer).exists():
+            raise DuplicateLabel("you have already judged this item")
+        raise StaleItem("this item is no longer your current one; the page shows your current item")
+    return current
+
+
+@transaction.atomic
+def label_submit(*, campaign: Campaign, reviewer: Any, item_id: int, verdict: str, reasons: Sequence[str] = (),
+                 comment: str = "", seconds: float = 0.0) -> Label:
+    """Record a judgement of the reviewer's current item. Preconditions: the item is the reviewer's current one."""
+    if verdict not in Verdict.values:
+        raise ReviewError(f"verdict must be GOOD or BAD, not '{verdict}'")
+    assignment = check_current(campaign, reviewer, item_id)
+    item = assignment.item
+    try:
+        with transaction.atomic():
+            label = Label.objects.create(campaign=campaign, item=item, reviewer=reviewer,
+                                         sentence_pair_id=item.sentence_pair_id, document_pair_id=item.document_pair_id,
+                                         verdict=verdict, reasons=list(reasons), comment=comment,
+                                         seconds_spent=max(0.0, min(float(seconds), 3600.0)))
+    except IntegrityError as exc:
+        raise DuplicateLabel("you have already judged this item") from exc
+    assignment.delete()
+    return label
+
+
+@transaction.atomic
+def label_undo(*, campaign: Campaign, reviewer: Any) -> CampaignItem | None:
+    """Take back the reviewer's last label in the campaign; its item becomes the current one again."""
+    last = Label.objects.filter(campaign=campaign, reviewer=reviewer).order_by("-created_at", "-id").first()
+    if last is None:
+        return None
+    Assignment.objects.filter(campaign=campaign, reviewer=reviewer).delete()
+    item = last.item
+    last.delete()
+    Assignment.objects.create(campaign=campaign, item=item, reviewer=reviewer)
+    return item
+
+
+@transaction.atomic
+def label_pair(*, reviewer: Any, verdict: str, sentence_pair_id: int | None = None,
+               document_pair_id: int | None = None, reasons: Sequence[str] = (), comment: str = "") -> Label:
+    """Judge a sentence or document pair outside any campaign (from a run's results or a document page)."""
+    if verdict not in Verdict.values:
+        raise ReviewError(f"verdict must be GOOD or BAD, not '{verdict}'")
+    if (sentence_pair_id is None) == (document_pair_id is None):
+        raise ReviewError("judge either a sentence pair or a document pair")
+    try:
+        with transaction.atomic():
+            return Label.objects.create(reviewer=reviewer, verdict=verdict, reasons=list(reasons), comment=comment,
+                                        sentence_pair_id=sentence_pair_id, document_pair_id=document_pair_id)
+    except IntegrityError as exc:
+        raise DuplicateLabel("you have already judged this pair") from exc
+
+

@@ -1,0 +1,111 @@
+"""Reviewing: the campaign list, the one-item-at-a-time review page driven by the keyboard (htmx), undo, history."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from pcapp.permissions import reviewer_required, staff_required
+
+from ..forms import CampaignForm, LabelForm
+from ..models import Campaign, Reason
+from ..selectors import campaign_for, campaigns_for, history, item_card, remaining
+from ..services import ReviewError, campaign_create, item_claim, label_submit, label_undo
+
+
+def _campaign(request: HttpRequest, pk: int) -> Campaign:
+    try:
+        return campaign_for(request.user, pk)
+    except Campaign.DoesNotExist as exc:
+        raise Http404("no such campaign among yours") from exc
+
+
+@require_GET
+@reviewer_required
+def campaign_list(request: HttpRequest) -> HttpResponse:
+    """The campaigns the user may review, with progress."""
+    return render(request, "annotation/campaign_list.html", {"campaigns": campaigns_for(request.user)})
+
+
+@require_http_methods(["GET", "POST"])
+@staff_required
+def campaign_new(request: HttpRequest) -> HttpResponse:
+    """Create a campaign from runs (staff)."""
+    form = CampaignForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        try:
+            campaign = campaign_create(
+                name=d["name"], runs=list(d["runs"]), reviewers=list(d["reviewers"]), user=request.user,
+                sample_size=d["sample_size"], sampler=d["sampler"], seed=d["seed"], overlap=d["overlap"],
+                guidelines=d["guidelines"], n_controls=d["n_controls"], blind=d["blind"], threshold=d["threshold"],
+                bands=d["bands"])
+        except ReviewError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Campaign '{campaign}' created with {campaign.items.count()} items.")
+            return redirect("campaign-results", pk=campaign.pk)
+    return render(request, "annotation/campaign_new.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def _card_context(request: HttpRequest, campaign: Campaign, error: str = "") -> dict:
+    item, reason = item_claim(campaign=campaign, reviewer=request.user)
+    card = item_card(item) if item else None
+    return {"campaign": campaign, "card": card, "reason": reason, "error": error, "reasons": Reason.choices,
+            "remaining": remaining(campaign, request.user), "n_done": len(history(campaign, request.user))}
+
+
+@require_GET
+@reviewer_required
+def review(request: HttpRequest, pk: int) -> HttpResponse:
+    """The review page: the reviewer's current item (claimed from the queue when needed)."""
+    campaign = _campaign(request, pk)
+    template = "annotation/review.html#item-card" if request.htmx else "annotation/review.html"
+    return render(request, template, _card_context(request, campaign))
+
+
+@require_POST
+@reviewer_required
+def label(request: HttpRequest, pk: int) -> HttpResponse:
+    """Judge the current item; answers with the next item's card (409 with the current card when refused)."""
+    campaign = _campaign(request, pk)
+    form = LabelForm(request.POST)
+    if not form.is_valid():
+        error = f"Invalid submission: {form.errors.as_text()}"
+        return render(request, "annotation/review.html#item-card", _card_context(request, campaign, error=error),
+                      status=400)
+    d = form.cleaned_data
+    try:
+        label_submit(campaign=campaign, reviewer=request.user, item_id=d["item"], verdict=d["verdict"],
+                     reasons=d["reasons"], comment=d["comment"], seconds=d["seconds"] or 0.0)
+    except ReviewError as exc:
+        return render(request, "annotation/review.html#item-card", _card_context(request, campaign, error=str(exc)),
+                      status=exc.status)
+    if not request.htmx:
+        return redirect("campaign-review", pk=pk)
+    return render(request, "annotation/review.html#item-card", _card_context(request, campaign))
+
+
+@require_POST
+@reviewer_required
+def undo(request: HttpRequest, pk: int) -> HttpResponse:
+    """Take back the last judgement; its item becomes current again."""
+    campaign = _campaign(request, pk)
+    label_undo(campaign=campaign, reviewer=request.user)
+    if not request.htmx:
+        return redirect("campaign-review", pk=pk)
+    return render(request, "annotation/review.html#item-card", _card_context(request, campaign))
+
+
+@require_GET
+@reviewer_required
+def history_item(request: HttpRequest, pk: int, n: int) -> HttpResponse:
+    """The reviewer's n-th judgement in this campaign (j/k move through them), read-only."""
+    campaign = _campaign(request, pk)
+    labels = history(campaign, request.user)
+    if not 0 <= n < len(labels):
+        raise Http404("no such judgement")
+    return render(request, "annotation/review.html#history-card",
+                  {"campaign": campaign, "past": labels[n], "n": n, "n_done": len(labels)})
