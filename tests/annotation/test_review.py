@@ -1,0 +1,172 @@
+"""The review flow: campaigns, the SKIP LOCKED queue, stale and duplicate submissions, undo, results, permissions,
+escaping, query counts."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+from annotation.models import Assignment, Campaign, CampaignItem, Label, Sampler
+from annotation.selectors import campaign_results
+from annotation.services import DuplicateLabel, StaleItem, campaign_create, item_claim, label_submit, label_undo
+from mining.models import GoldSentencePair, SentencePairCandidate
+from pcapp.roles import reviewers_group
+from tests.mining.views.test_results import make_run
+
+
+def reviewers(django_user_model, n: int):
+    users = [django_user_model.objects.create_user(f"rev{i}", password="pw-rev-123") for i in range(n)]
+    for u in users:
+        u.groups.add(reviewers_group())
+    return users
+
+
+def make_campaign(run, users, **kw) -> Campaign:
+    return campaign_create(name="eval", runs=[run], reviewers=users, **{"sample_size": 6, **kw})
+
+
+@pytest.mark.django_db
+def test_samplers_pick_the_requested_items():
+    run = make_run(20, scores=[2.0 - 0.05 * i for i in range(20)])
+    top = campaign_create(name="top", runs=[run], reviewers=[], sampler=Sampler.TOP, sample_size=5)
+    assert sorted(top.items.values_list("sentence_pair__rank", flat=True)) == [1, 2, 3, 4, 5]
+    uni_a = campaign_create(name="u", runs=[run], reviewers=[], sample_size=7, seed=3)
+    uni_b = campaign_create(name="u", runs=[run], reviewers=[], sample_size=7, seed=3)
+    assert sorted(uni_a.items.values_list("sentence_pair", flat=True)) == \
+        sorted(uni_b.items.values_list("sentence_pair", flat=True))
+    strat = campaign_create(name="s", runs=[run], reviewers=[], sampler=Sampler.STRATIFIED, sample_size=10, bands=5)
+    assert set(strat.items.values_list("stratum", flat=True)) == {0, 1, 2, 3, 4}
+    assert sum(size for _, size in set(strat.items.values_list("stratum", "stratum_size"))) == 20
+    near = campaign_create(name="t", runs=[run], reviewers=[], sampler=Sampler.THRESHOLD, threshold=1.5, sample_size=3)
+    assert sorted(near.items.values_list("sentence_pair__score", flat=True)) == pytest.approx([1.45, 1.5, 1.55])
+
+
+@pytest.mark.django_db
+def test_queue_respects_overlap_and_refuses_stale_and_duplicate(django_user_model):
+    run = make_run(3)
+    a, b, c = reviewers(django_user_model, 3)
+    campaign = make_campaign(run, [a, b, c], overlap=2, sample_size=1)
+    item_a, _ = item_claim(campaign=campaign, reviewer=a)
+    item_b, _ = item_claim(campaign=campaign, reviewer=b)
+    assert item_a == item_b  # overlap 2: both may hold it
+    item_c, reason = item_claim(campaign=campaign, reviewer=c)
+    assert item_c is None and reason == "done"  # a third reviewer is not given it
+    label_submit(campaign=campaign, reviewer=a, item_id=item_a.pk, verdict="GOOD")
+    with pytest.raises(DuplicateLabel):
+        label_submit(campaign=campaign, reviewer=a, item_id=item_a.pk, verdict="BAD")
+    with pytest.raises(StaleItem):
+        label_submit(campaign=campaign, reviewer=c, item_id=item_a.pk, verdict="BAD")
+    assert Label.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_claims_never_share_an_item_beyond_overlap(django_user_model):
+    run = make_run(10)
+    users = reviewers(django_user_model, 6)
+    campaign = make_campaign(run, users, overlap=1, sample_size=10)
+    got: dict[int, int] = {}
+    barrier = threading.Barrier(len(users))
+
+    def claim(user):
+        barrier.wait()
+        item, _ = item_claim(campaign=campaign, reviewer=user)
+        got[user.pk] = item.pk
+        connection.close()
+
+    threads = [threading.Thread(target=claim, args=(u,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(got.values())) == len(users)
+    assert Assignment.objects.count() == len(users)
+
+
+@pytest.mark.django_db
+def test_undo_makes_the_last_item_current_again(django_user_model):
+    (a,) = reviewers(django_user_model, 1)
+    campaign = make_campaign(make_run(4), [a], sample_size=3)
+    first, _ = item_claim(campaign=campaign, reviewer=a)
+    label_submit(campaign=campaign, reviewer=a, item_id=first.pk, verdict="BAD")
+    item_claim(campaign=campaign, reviewer=a)
+    assert label_undo(campaign=campaign, reviewer=a) == first
+    assert item_claim(campaign=campaign, reviewer=a) == (first, "current")
+    assert Label.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_review_page_htmx_flow_escapes_text_and_answers_409(django_user_model):
+    (a,) = reviewers(django_user_model, 1)
+    run = make_run(3, texts=[("<script>alert(1)</script> x", "<b>y</b>")] * 3)
+    campaign = make_campaign(run, [a], sample_size=3)
+    client = Client()
+    client.force_login(a)
+    page = client.get(reverse("campaign-review", args=[campaign.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200 and "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
+    assert "<html" in html
+    item = Assignment.objects.get(reviewer=a).item
+    partial = client.post(reverse("campaign-label", args=[campaign.pk]),
+                          {"item": item.pk, "verdict": "GOOD", "seconds": "2.5"}, headers={"HX-Request": "true"})
+    assert partial.status_code == 200 and "<html" not in partial.content.decode()
+    assert Label.objects.get().seconds_spent == 2.5
+    again = client.post(reverse("campaign-label", args=[campaign.pk]), {"item": item.pk, "verdict": "BAD"},
+                        headers={"HX-Request": "true"})
+    assert again.status_code == 409 and b"already judged" in again.content
+
+
+@pytest.mark.django_db
+def test_permissions(django_user_model, staff_client):
+    a, b = reviewers(django_user_model, 2)
+    campaign = make_campaign(make_run(3), [a], sample_size=2)
+    other = Client()
+    other.force_login(b)
+    assert other.get(reverse("campaign-review", args=[campaign.pk])).status_code == 404
+    assert other.get(reverse("campaign-new")).status_code == 403
+    assert other.get(reverse("campaign-results", args=[campaign.pk])).status_code == 403
+    assert other.get(reverse("campaign-labels", args=[campaign.pk, "csv"])).status_code == 403
+    assert staff_client.get(reverse("campaign-results", args=[campaign.pk])).status_code == 200
+    assert b"eval" not in other.get(reverse("campaign-list")).content
+
+
+@pytest.mark.django_db
+def test_results_with_controls_kappa_and_exports(django_user_model, staff_client):
+    a, b = reviewers(django_user_model, 2)
+    run = make_run(6)
+    for cand in SentencePairCandidate.objects.filter(run=run):
+        GoldSentencePair.objects.get_or_create(corpus=run.src_corpus, src_id=cand.src_id, tgt_id=cand.tgt_id)
+    campaign = make_campaign(run, [a, b], overlap=2, sample_size=4, n_controls=2)
+    assert CampaignItem.objects.filter(campaign=campaign, is_control=True).count() == 2
+    for user, verdicts in ((a, "GGBBGB"), (b, "GBBBGB")):
+        for v in verdicts:
+            item, _ = item_claim(campaign=campaign, reviewer=user)
+            label_submit(campaign=campaign, reviewer=user, item_id=item.pk, verdict="GOOD" if v == "G" else "BAD")
+    r = campaign_results(campaign)
+    assert r["runs"][0].n_labels == 8 and 0 <= r["runs"][0].low <= r["runs"][0].good_rate <= r["runs"][0].high
+    assert ("rev0", "rev1") in r["cohen"] and r["fleiss_items"] == 4
+    assert r["reviewers"]["rev0"]["n_controls"] == 2
+    page = staff_client.get(reverse("campaign-results", args=[campaign.pk]))
+    assert page.status_code == 200 and b"Cohen" in page.content
+    csv_body = b"".join(staff_client.get(reverse("campaign-labels", args=[campaign.pk, "csv"])).streaming_content)
+    assert csv_body.count(b"\n") == 13  # header + 12 labels
+    jsonl = b"".join(staff_client.get(reverse("campaign-labels", args=[campaign.pk, "jsonl"])).streaming_content)
+    assert jsonl.count(b"\n") == 12
+
+
+@pytest.mark.django_db
+def test_review_page_query_count_is_flat(django_user_model, django_assert_max_num_queries):
+    (a,) = reviewers(django_user_model, 1)
+    campaign = make_campaign(make_run(30), [a], sample_size=30)
+    client = Client()
+    client.force_login(a)
+    client.get(reverse("campaign-review", args=[campaign.pk]))
+    with django_assert_max_num_queries(14):
+        client.get(reverse("campaign-review", args=[campaign.pk]), headers={"HX-Request": "true"})
+    item = Assignment.objects.get(reviewer=a).item
+    with django_assert_max_num_queries(24):
+        client.post(reverse("campaign-label", args=[campaign.pk]), {"item": item.pk, "verdict": "GOOD"},
+                    headers={"HX-Request": "true"})
