@@ -11,7 +11,8 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from mining.core.agreement import cohen_kappa, fleiss_kappa
 from mining.core.calibration.estimates import weighted_proportion
@@ -20,14 +21,22 @@ from mining.models import Sentence
 from .models import Campaign, CampaignItem, Label, Sampler, Verdict
 
 
+def _count(qs: QuerySet) -> Subquery:
+    return Subquery(qs.order_by().values("campaign").annotate(n=Count("id")).values("n")[:1],
+                    output_field=IntegerField())
+
+
 def campaigns_for(user: Any) -> QuerySet[Campaign]:
-    """Staff see every campaign; reviewers only theirs. Annotated with item and label counts (one query)."""
+    """Staff see every campaign; reviewers only theirs. Annotated with item and label counts by correlated
+    subqueries (no join fan-out between items and labels), in one query."""
     qs = Campaign.objects.all() if user.is_staff else Campaign.objects.filter(reviewers=user)
+    labels = Label.objects.filter(campaign=OuterRef("pk"))
     return qs.annotate(
-        n_items=Count("items", distinct=True),
-        n_labels=Count("labels", distinct=True),
-        n_good=Count("labels", filter=Q(labels__verdict=Verdict.GOOD), distinct=True),
-        n_mine=Count("labels", filter=Q(labels__reviewer=user), distinct=True),
+        n_items=Coalesce(_count(CampaignItem.objects.filter(campaign=OuterRef("pk"))), 0),
+        n_labels=Coalesce(_count(labels), 0),
+        n_good=Coalesce(_count(labels.filter(verdict=Verdict.GOOD)), 0),
+        n_mine=Coalesce(_count(labels.filter(reviewer=user)), 0),
+        is_reviewer=Exists(Campaign.reviewers.through.objects.filter(campaign_id=OuterRef("pk"), user_id=user.pk)),
     ).order_by("-created_at")
 
 

@@ -367,8 +367,21 @@ def run_compare(*, a: MiningRun, b: MiningRun, threshold_a: float | None, thresh
 
 
 def campaign_summaries(*, user: Any) -> list[dict[str, Any]]:
-    """Campaigns with items, labelled items, progress and GOOD rate (empty until the annotation app has them)."""
-    return []
+    """The user's campaigns (staff: all) with items, labels, progress, GOOD rate and items waiting for the user."""
+    from django.urls import reverse
+
+    from annotation.selectors import campaigns_for
+
+    out = []
+    for c in campaigns_for(user)[:20]:
+        expected = c.n_items * c.overlap
+        out.append({
+            "name": c.name, "url": reverse("campaign-review", args=[c.pk]), "items": c.n_items,
+            "labelled": c.n_labels, "progress": 100.0 * c.n_labels / expected if expected else 0.0,
+            "good_rate": c.n_good / c.n_labels if c.n_labels else None,
+            "waiting_for_user": max(0, c.n_items - c.n_mine) if c.is_reviewer else 0,
+        })
+    return out
 
 
 def dashboard_data(*, user: Any) -> dict[str, Any]:
