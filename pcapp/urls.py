@@ -11,6 +11,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/review/", include("annotation.api_urls")),
     path("api/", include("mining.api.urls")),
     path("", include("mining.urls")),
     path("review/", include("annotation.urls")),

@@ -170,3 +170,26 @@ def test_review_page_query_count_is_flat(django_user_model, django_assert_max_nu
     with django_assert_max_num_queries(24):
         client.post(reverse("campaign-label", args=[campaign.pk]), {"item": item.pk, "verdict": "GOOD"},
                     headers={"HX-Request": "true"})
+
+
+@pytest.mark.django_db
+def test_judgement_api_follows_the_page_rules(django_user_model, staff_user):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    (a,) = reviewers(django_user_model, 1)
+    campaign = make_campaign(make_run(3), [a], sample_size=2)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=a).key}")
+    item, _ = item_claim(campaign=campaign, reviewer=a)
+    ok = api.post("/api/review/judgements/", {"campaign": campaign.pk, "item": item.pk, "verdict": "GOOD"},
+                  format="json")
+    assert ok.status_code == 201 and ok.json()["next_item"] not in (None, item.pk)
+    dup = api.post("/api/review/judgements/", {"campaign": campaign.pk, "item": item.pk, "verdict": "BAD"},
+                   format="json")
+    assert dup.status_code == 409
+    assert api.get(f"/api/review/campaigns/{campaign.pk}/results/").status_code == 403
+    staff = APIClient()
+    staff.force_authenticate(staff_user)
+    body = staff.get(f"/api/review/campaigns/{campaign.pk}/results/").json()
+    assert body["n_labels"] == 1 and body["runs"][0]["good_rate"] == 1.0

@@ -1,0 +1,88 @@
+"""Review API: judgements (same rules as the page: current item only, 409 on duplicates) and campaign results."""
+
+from __future__ import annotations
+
+import math
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from pcapp.permissions import IsReviewer, IsStaff
+
+from .models import Campaign, Reason, Verdict
+from .selectors import campaign_for, campaign_results
+from .services import ReviewError, item_claim, label_pair, label_submit
+
+
+class JudgementIn(serializers.Serializer):
+    campaign = serializers.IntegerField(required=False)
+    item = serializers.IntegerField(required=False)
+    sentence_pair = serializers.IntegerField(required=False)
+    document_pair = serializers.IntegerField(required=False)
+    verdict = serializers.ChoiceField(choices=Verdict.choices)
+    reasons = serializers.ListField(child=serializers.ChoiceField(choices=Reason.choices), required=False)
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    seconds = serializers.FloatField(required=False, min_value=0)
+
+
+class JudgementOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    verdict = serializers.CharField()
+    next_item = serializers.IntegerField(allow_null=True)
+
+
+class JudgementCreateApi(APIView):
+    """Judge the current item of a campaign (campaign + item), or a pair outside campaigns."""
+
+    permission_classes = [IsReviewer]
+
+    @extend_schema(request=JudgementIn, responses={201: JudgementOut})
+    def post(self, request: Request) -> Response:
+        ser = JudgementIn(data=request.data)
+        ser.is_valid(raise_exception=True)
+        d = ser.validated_data
+        try:
+            if "campaign" in d:
+                try:
+                    campaign = campaign_for(request.user, d["campaign"])
+                except Campaign.DoesNotExist:
+                    return Response({"detail": "no such campaign among yours"}, status=404)
+                label = label_submit(campaign=campaign, reviewer=request.user, item_id=d.get("item", -1),
+                                     verdict=d["verdict"], reasons=d.get("reasons", []),
+                                     comment=d.get("comment", ""), seconds=d.get("seconds", 0.0))
+                nxt, _ = item_claim(campaign=campaign, reviewer=request.user)
+            else:
+                label = label_pair(reviewer=request.user, verdict=d["verdict"],
+                                   sentence_pair_id=d.get("sentence_pair"), document_pair_id=d.get("document_pair"),
+                                   reasons=d.get("reasons", []), comment=d.get("comment", ""))
+                nxt = None
+        except ReviewError as exc:
+            return Response({"detail": str(exc)}, status=exc.status)
+        return Response({"id": label.pk, "verdict": label.verdict, "next_item": nxt.pk if nxt else None},
+                        status=status.HTTP_201_CREATED)
+
+
+class CampaignResultsApi(APIView):
+    """GOOD rate per run with its interval, agreement and per-reviewer figures."""
+
+    permission_classes = [IsStaff]
+
+    def get(self, request: Request, pk: int) -> Response:
+        campaign = get_object_or_404(Campaign, pk=pk)
+        r = campaign_results(campaign)
+
+        def num(x):
+            return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+        return Response({
+            "campaign": campaign.pk, "n_items": r["n_items"], "n_labels": r["n_labels"],
+            "runs": [{"run": x.run_id, "name": x.run_name, "labels": x.n_labels, "good_rate": num(x.good_rate),
+                      "low": num(x.low), "high": num(x.high)} for x in r["runs"]],
+            "cohen_kappa": [{"reviewers": list(k), "kappa": num(v[0]), "shared_items": v[1]}
+                            for k, v in r["cohen"].items()],
+            "fleiss_kappa": num(r["fleiss"]), "reviewers": r["reviewers"],
+        })

@@ -1,0 +1,10 @@
+"""Review API URLs (mounted at /api/review/)."""
+
+from django.urls import path
+
+from .api import CampaignResultsApi, JudgementCreateApi
+
+urlpatterns = [
+    path("judgements/", JudgementCreateApi.as_view(), name="api-judgement-create"),
+    path("campaigns/<int:pk>/results/", CampaignResultsApi.as_view(), name="api-campaign-results"),
+]
