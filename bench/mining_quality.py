@@ -72,7 +72,7 @@ def test_set(pairs, roles, lang: str, n_gold: int, n_distractors: int, seed: int
     gold = [(p[0], p[1]) for p in pairs if roles.get((p[2], p[3])) == "gold"
             and len(p[0].split()) >= 5 and len(p[1].split()) >= 5]
     return build_bucc(gold, page_sentences("en", roles, "src"), page_sentences(lang, roles, "tgt"), n_gold=n_gold,
-                      n_distractors=n_distractors, min_words=5, seed=seed)
+                      n_distractors=n_distractors, min_words=5, seed=seed, known_pairs=[p[:2] for p in pairs])
 
 
 def train(lang: str, hard: bool, args: argparse.Namespace, pairs: list, tag: str):

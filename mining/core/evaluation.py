@@ -55,6 +55,7 @@ def build_bucc(
     n_distractors: int | None = None,
     min_words: int = 5,
     seed: int = 0,
+    known_pairs: Sequence[tuple[str, str]] = (),
 ) -> BuccSet:
     """Hide gold pairs among distractors with care: no near-duplicates anywhere, every sentence >= `min_words` words.
 
@@ -67,6 +68,9 @@ def build_bucc(
         n_gold / n_distractors: sample sizes per side (all when None).
         min_words: minimum words on the side being checked.
         seed: sampling and shuffling seed.
+        known_pairs: every translation pair known from the source (e.g. all gold pairs of the collection);
+            a distractor whose known translation is in the other side's pool is dropped, since a corpus that
+            repeats boilerplate would otherwise hide real translations among the "non-parallel" sentences.
     """
     rng = np.random.default_rng(seed)
     seen: set[str] = set()
@@ -79,14 +83,33 @@ def build_bucc(
         gold.append((src, tgt))
     order = rng.permutation(len(gold))
     gold = [gold[i] for i in order[: n_gold or len(gold)]]
-    src_extra = _clean_distractors(src_distractors, seen, min_words, n_distractors, rng)
-    tgt_extra = _clean_distractors(tgt_distractors, seen, min_words, n_distractors, rng)
+    src_extra = _clean_distractors(src_distractors, seen, min_words, None, rng)
+    tgt_extra = _clean_distractors(tgt_distractors, seen, min_words, None, rng)
+    if known_pairs or gold:
+        src_extra, tgt_extra = _drop_known_translations(src_extra, tgt_extra, [*known_pairs, *gold])
+    src_extra = src_extra[: n_distractors or len(src_extra)]
+    tgt_extra = tgt_extra[: n_distractors or len(tgt_extra)]
     src_texts = [s for s, _ in gold] + src_extra
     tgt_texts = [t for _, t in gold] + tgt_extra
     src_perm, tgt_perm = rng.permutation(len(src_texts)), rng.permutation(len(tgt_texts))
     src_pos, tgt_pos = np.argsort(src_perm), np.argsort(tgt_perm)
     gold_idx = np.stack([src_pos[: len(gold)], tgt_pos[: len(gold)]], axis=1).astype(np.int64)
     return BuccSet([src_texts[i] for i in src_perm], [tgt_texts[i] for i in tgt_perm], gold_idx)
+
+
+def _drop_known_translations(src: list[str], tgt: list[str],
+                             known: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """Drop source distractors with a known translation among the target distractors, and vice versa."""
+    src_keys = {near_duplicate_key(t) for t in src}
+    tgt_keys = {near_duplicate_key(t) for t in tgt}
+    bad_src, bad_tgt = set(), set()
+    for a, b in known:
+        ka, kb = near_duplicate_key(a), near_duplicate_key(b)
+        if ka in src_keys and kb in tgt_keys:
+            bad_src.add(ka)
+            bad_tgt.add(kb)
+    return ([t for t in src if near_duplicate_key(t) not in bad_src],
+            [t for t in tgt if near_duplicate_key(t) not in bad_tgt])
 
 
 def _clean_distractors(texts: Sequence[str], seen: set[str], min_words: int, n: int | None,

@@ -51,3 +51,14 @@ def test_gold_p_at_1_is_zero_for_unrelated_embeddings():
     tgt = -src  # every gold target is the farthest point
     gold = np.stack([np.arange(50), np.arange(50)], axis=1)
     assert gold_p_at_1(src, tgt, gold) == 0.0
+
+
+def test_distractors_with_a_known_translation_on_the_other_side_are_dropped():
+    gold = [("the first gold sentence is here", "la première phrase d'or est ici")]
+    src_d = ["a boilerplate sentence repeated on many pages", "another plain source sentence only"]
+    tgt_d = ["une phrase passe-partout répétée sur beaucoup de pages", "une autre phrase cible ordinaire"]
+    known = [(src_d[0], tgt_d[0])]
+    bucc = build_bucc(gold, src_d, tgt_d, seed=0, known_pairs=known)
+    assert "a boilerplate sentence repeated on many pages" not in bucc.src_texts
+    assert "une phrase passe-partout répétée sur beaucoup de pages" not in bucc.tgt_texts
+    assert len(bucc.src_texts) == 2 and len(bucc.tgt_texts) == 2
