@@ -377,7 +377,9 @@ def campaign_summaries(*, user: Any) -> list[dict[str, Any]]:
         expected = c.n_items * c.overlap
         out.append({
             "name": c.name, "url": reverse("campaign-review", args=[c.pk]), "items": c.n_items,
-            "labelled": c.n_labels, "progress": 100.0 * c.n_labels / expected if expected else 0.0,
+            "results_url": reverse("campaign-results", args=[c.pk]) if is_staff(user) else "",
+            "labelled": c.n_labels, "wanted": expected,
+            "progress": 100.0 * min(c.n_labels, expected) / expected if expected else 0.0,
             "good_rate": c.n_good / c.n_labels if c.n_labels else None,
             "waiting_for_user": max(0, c.n_items - c.n_mine) if c.is_reviewer else 0,
         })

@@ -55,3 +55,22 @@ def test_dashboard_query_count_is_flat(staff_client):
             assert staff_client.get(reverse("dashboard")).status_code == 200
         counts.append(len(ctx))
     assert counts[0] == counts[1]
+
+
+def test_dashboard_campaigns_progress_good_rate_and_waiting(reviewer_client, reviewer_user):
+    from annotation.models import Label
+    from annotation.services import campaign_create
+    from tests.mining.views.test_results import make_run
+
+    run = make_run(4)
+    campaign = campaign_create(name="camp <1>", runs=[run], reviewers=[reviewer_user], sample_size=4, seed=1)
+    items = list(campaign.items.all())
+    for item, verdict in zip(items[:3], ["GOOD", "GOOD", "BAD"], strict=True):
+        Label.objects.create(campaign=campaign, item=item, reviewer=reviewer_user, verdict=verdict,
+                             sentence_pair=item.sentence_pair)
+    html = reviewer_client.get(reverse("dashboard")).content.decode()
+    assert "camp &lt;1&gt;" in html and "3/4" in html and "75 %" in html
+    assert '<td class="good-rate">0.67</td>' in html
+    attention = html[html.index('id="attention"'):html.index('id="corpora"')]
+    assert "1 item(s) waiting for your review" in attention
+    assert reverse("campaign-review", args=[campaign.pk]) in attention
