@@ -93,8 +93,13 @@ def read_tmx(path: str, src_lang: str, tgt_lang: str) -> Iterator[Pair]:
     """TMX 1.4 translation units (<tu>) with a <tuv> in each of the two languages, streamed with iterparse."""
     xml_lang = "{http://www.w3.org/XML/1998/namespace}lang"
     n_tu = 0
+    parent: ET.Element | None = None
     try:
-        for _, elem in ET.iterparse(path, events=("end",)):
+        for event, elem in ET.iterparse(path, events=("start", "end")):
+            if event == "start":
+                if elem.tag == "body":
+                    parent = elem
+                continue
             if elem.tag != "tu":
                 continue
             n_tu += 1
@@ -111,7 +116,10 @@ def read_tmx(path: str, src_lang: str, tgt_lang: str) -> Iterator[Pair]:
                 raise ImportFailure(f"needs <tuv> in '{src_lang}' and '{tgt_lang}', has {sorted(segs)}", path=path,
                                     element=f"<tu> #{n_tu}{_tuid(elem)}")
             yield Pair(src, tgt)
+            # Drop the finished unit from <body> too, so memory stays flat however many units the file holds.
             elem.clear()
+            if parent is not None:
+                parent.clear()
     except ET.ParseError as exc:
         line, col = exc.position
         raise ImportFailure(f"malformed TMX at column {col + 1} ({exc.msg if hasattr(exc, 'msg') else exc})",
