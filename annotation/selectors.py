@@ -78,6 +78,11 @@ def history(campaign: Campaign, reviewer: Any) -> list[Label]:
                 .order_by("created_at", "id"))
 
 
+def n_labelled(campaign: Campaign, reviewer: Any) -> int:
+    """How many items of the campaign this reviewer has judged (a count, not the history rows)."""
+    return Label.objects.filter(campaign=campaign, reviewer=reviewer).count()
+
+
 def remaining(campaign: Campaign, reviewer: Any) -> int:
     """Items this reviewer has not judged yet."""
     return CampaignItem.objects.filter(campaign=campaign).exclude(labels__reviewer=reviewer).count()

@@ -143,23 +143,33 @@ def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
     current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related("item").first()
     if current:
         return current.item, "current"
-    with connection.cursor() as cur:
-        cur.execute(
-            """
-            SELECT i.id FROM annotation_campaignitem i
-            WHERE i.campaign_id = %(c)s
-              AND NOT EXISTS (SELECT 1 FROM annotation_label l WHERE l.item_id = i.id AND l.reviewer_id = %(r)s)
-              AND (SELECT count(*) FROM annotation_label l WHERE l.item_id = i.id)
-                + (SELECT count(*) FROM annotation_assignment a WHERE a.item_id = i.id) < %(o)s
-            ORDER BY i.position
-            FOR UPDATE SKIP LOCKED
-            LIMIT 1
-            """,
-            {"c": campaign.pk, "r": reviewer.pk, "o": campaign.overlap},
-        )
-        row = cur.fetchone()
-    if row is None:
-        return None, "done"
+    skipped: list[int] = [0]
+    while True:
+        with connection.cursor() as cur:
+            cur.execute(
+                """
+                SELECT i.id FROM annotation_campaignitem i
+                WHERE i.campaign_id = %(c)s AND NOT (i.id = ANY(%(skip)s))
+                  AND NOT EXISTS (SELECT 1 FROM annotation_label l WHERE l.item_id = i.id AND l.reviewer_id = %(r)s)
+                  AND (SELECT count(*) FROM annotation_label l WHERE l.item_id = i.id)
+                    + (SELECT count(*) FROM annotation_assignment a WHERE a.item_id = i.id) < %(o)s
+                ORDER BY i.position
+                FOR UPDATE SKIP LOCKED
+                LIMIT 1
+                """,
+                {"c": campaign.pk, "r": reviewer.pk, "o": campaign.overlap, "skip": skipped},
+            )
+            row = cur.fetchone()
+            if row is None:
+                return None, "done"
+            # The statement's snapshot may predate the commit of a claim that held this row's lock until just
+            # now; a fresh statement (READ COMMITTED) under the lock sees it, so the overlap is never exceeded.
+            cur.execute(
+                "SELECT (SELECT count(*) FROM annotation_label WHERE item_id = %(i)s)"
+                " + (SELECT count(*) FROM annotation_assignment WHERE item_id = %(i)s)", {"i": row[0]})
+            if cur.fetchone()[0] < campaign.overlap:
+                break
+            skipped.append(row[0])
     item = CampaignItem.objects.get(pk=row[0])
     Assignment.objects.create(campaign=campaign, item=item, reviewer=reviewer)
     return item, "claimed"

@@ -11,7 +11,7 @@ from pcapp.permissions import reviewer_required, staff_required
 
 from ..forms import CampaignForm, LabelForm
 from ..models import Campaign, Reason
-from ..selectors import campaign_for, campaigns_for, history, item_card, remaining
+from ..selectors import campaign_for, campaigns_for, history, item_card, n_labelled, remaining
 from ..services import ReviewError, campaign_create, item_claim, label_submit, label_undo
 
 
@@ -54,7 +54,7 @@ def _card_context(request: HttpRequest, campaign: Campaign, error: str = "") -> 
     item, reason = item_claim(campaign=campaign, reviewer=request.user)
     card = item_card(item) if item else None
     return {"campaign": campaign, "card": card, "reason": reason, "error": error, "reasons": Reason.choices,
-            "remaining": remaining(campaign, request.user), "n_done": len(history(campaign, request.user))}
+            "remaining": remaining(campaign, request.user), "n_done": n_labelled(campaign, request.user)}
 
 
 @require_GET
