@@ -1,6 +1,7 @@
 """Mining data model: corpora, sentences, gold alignments, artefacts, runs and candidates."""
 
 from .artefacts import Artefact, ArtefactKind
+from .calibration import LanguagePairSetting
 from .candidates import DocumentPairCandidate, SentencePairCandidate
 from .corpus import Corpus, Document, GoldDocumentPair, GoldSentencePair, ImportJob, Sentence
 from .runs import JobStatus, MiningRun, RunKind, RunShard
@@ -15,6 +16,7 @@ __all__ = [
     "GoldSentencePair",
     "ImportJob",
     "JobStatus",
+    "LanguagePairSetting",
     "MiningRun",
     "RunKind",
     "RunShard",

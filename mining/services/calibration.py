@@ -1,0 +1,183 @@
+"""The feedback loop in the app: reviewers' labels train a calibration model per language pair (versioned), the
+model is applied to a run's candidates in bulk, and a threshold is stored per language pair.
+
+The numeric work is in mining.core.calibration; this module gathers labels and embeddings, calls it, and saves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from django.conf import settings
+from django.db import connection, transaction
+
+from ..core.calibration.baselines import IsotonicCalibration, PlattScaling
+from ..core.calibration.crossval import compare_calibrators
+from ..core.calibration.head import CalibrationHead
+from ..models import Artefact, ArtefactKind, LanguagePairSetting, MiningRun, RunKind, SentencePairCandidate
+from .embeddings import embed_side, side_sentences
+from .encoders import artefact_path, load_encoder
+from .runs import register_run_handler, run_record_timing
+
+METHODS = {"head": CalibrationHead, "platt": PlattScaling, "isotonic": IsotonicCalibration}
+
+
+@dataclass(frozen=True)
+class LabelledPairs:
+    """Labelled candidates of one language pair: source embeddings, scores, GOOD labels and sampling weights."""
+
+    candidate_ids: np.ndarray
+    u: np.ndarray
+    phi: np.ndarray
+    labels: np.ndarray
+    weights: np.ndarray
+    encoder: Artefact | None
+
+
+def _source_embeddings(run: MiningRun, src_ids: list[int]) -> np.ndarray:
+    """Embeddings of some source sentences of a run (from the run's cached shards; computed if missing)."""
+    side = side_sentences(run.src_corpus, run.src_lang)
+    emb = embed_side(corpus=run.src_corpus, lang=run.src_lang, encoder_artefact=run.encoder,
+                     encode=load_encoder(run.encoder).encode, ids=side.ids, texts=side.texts)
+    row = {int(s): i for i, s in enumerate(side.ids)}
+    return emb[[row[s] for s in src_ids]]
+
+
+def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = None) -> LabelledPairs:
+    """Every label on a candidate of a src->tgt run (of one campaign, or all); labels from stratified samples are
+    weighted by stratum size over labels drawn from the stratum. Only runs of the most used encoder count, since the
+    head reads the source embedding."""
+    from annotation.models import Label
+
+    qs = Label.objects.filter(sentence_pair__isnull=False, sentence_pair__run__src_lang=src_lang,
+                              sentence_pair__run__tgt_lang=tgt_lang)
+    if campaign_id is not None:
+        qs = qs.filter(campaign_id=campaign_id)
+    rows = list(qs.values_list("sentence_pair_id", "sentence_pair__src_id", "sentence_pair__run_id",
+                               "sentence_pair__score", "verdict", "item__campaign_id", "item__stratum",
+                               "item__stratum_size", "sentence_pair__run__encoder_id"))
+    if not rows:
+        return LabelledPairs(np.empty(0, np.int64), np.empty((0, 0), np.float32), np.empty(0), np.empty(0, bool),
+                             np.empty(0), None)
+    encoder_id = Counter(r[8] for r in rows).most_common(1)[0][0]
+    rows = [r for r in rows if r[8] == encoder_id]
+    drawn: Counter = Counter((r[5], r[2], r[6]) for r in rows if r[7])
+    weights = np.array([(r[7] / drawn[(r[5], r[2], r[6])]) if r[7] else 1.0 for r in rows])
+    by_run: dict[int, list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        by_run[r[2]].append(i)
+    u = None
+    for run_id, idx in by_run.items():
+        emb = _source_embeddings(MiningRun.objects.select_related("encoder", "src_corpus").get(pk=run_id),
+                                 [rows[i][1] for i in idx])
+        if u is None:
+            u = np.zeros((len(rows), emb.shape[1]), dtype=np.float32)
+        u[idx] = emb
+    return LabelledPairs(np.array([r[0] for r in rows], dtype=np.int64), u, np.array([r[3] for r in rows]),
+                         np.array([r[4] == "GOOD" for r in rows]), weights / weights.mean(),
+                         Artefact.objects.filter(pk=encoder_id).first())
+
+
+def _report(rep) -> dict[str, Any]:
+    rb = rep.reliability
+    return {"ece": round(rep.ece, 4), "brier": round(rep.brier, 4), "log_loss": round(rep.log_loss, 4),
+            "reliability": {"confidence": [round(float(x), 4) for x in rb.mean_confidence],
+                            "frequency": [round(float(x), 4) for x in rb.frequency],
+                            "count": [int(x) for x in rb.count]}}
+
+
+def save_calibrator(model: Any, method: str, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save({"method": method, "state": model.state_dict()}, tmp)
+    tmp.replace(path)
+
+
+def load_calibrator(artefact: Artefact) -> Any:
+    data = torch.load(artefact_path(artefact), weights_only=False)
+    return METHODS[data["method"]].from_state(data["state"])
+
+
+@register_run_handler(RunKind.CALIBRATE)
+def execute_calibrate(run: MiningRun, reporter) -> dict:
+    """Fit every calibration method on the labels of the pair (cross-validated report of each), keep the chosen
+    one (params.method, default 'head'), and register it as the next calibration version of the pair."""
+    method = run.params.get("method", "head")
+    if method not in METHODS:
+        raise ValueError(f"unknown calibration method '{method}' (known: {', '.join(METHODS)})")
+    reporter.update(stage="labels", force=True)
+    data = labelled_pairs(src_lang=run.src_lang, tgt_lang=run.tgt_lang, campaign_id=run.params.get("campaign"))
+    if len(data.labels) < 20 or data.labels.all() or not data.labels.any():
+        raise ValueError(f"{len(data.labels)} labels ({int(data.labels.sum())} GOOD) for {run.src_lang}-"
+                         f"{run.tgt_lang}: calibration needs at least 20, with both GOOD and BAD")
+    reporter.update(stage="cross-validate", force=True)
+    t0 = time.perf_counter()
+    reports = compare_calibrators(METHODS, data.u, data.phi, data.labels, k=5, seed=int(run.params.get("seed", 0)),
+                                  sample_weight=data.weights)
+    model = METHODS[method]().fit(data.u, data.phi, data.labels, sample_weight=data.weights)
+    run_record_timing(run=run, stage="fit", seconds=time.perf_counter() - t0)
+    folder = Path(settings.PCAPP_DATA_DIR) / "models" / "calibration" / f"run-{run.pk}"
+    folder.mkdir(parents=True, exist_ok=True)
+    save_calibrator(model, method, folder / "calibration.pt")
+    from .training_runs import artefact_create
+
+    artefact = artefact_create(
+        kind=ArtefactKind.CALIBRATION, name=f"calibration-{run.src_lang}-{run.tgt_lang}",
+        path=folder / "calibration.pt", run=run, params={"method": method, "campaign": run.params.get("campaign"),
+                         "encoder": data.encoder.pk if data.encoder else None},
+        metrics={"labels": int(len(data.labels)), "good": int(data.labels.sum()),
+                 "cross_validated": {name: _report(r) for name, r in reports.items()}})
+    return {"artefact_id": artefact.pk, "version": artefact.version, "labels": int(len(data.labels))}
+
+
+@register_run_handler(RunKind.APPLY_CALIBRATION)
+def execute_apply_calibration(run: MiningRun, reporter) -> dict:
+    """Recompute the calibrated confidence of every candidate of the parent run with params.calibration."""
+    target = run.parent
+    artefact = Artefact.objects.get(pk=run.params["calibration"], kind=ArtefactKind.CALIBRATION)
+    reporter.update(stage="apply", force=True)
+    n = calibration_apply(run=target, artefact=artefact)
+    return {"candidates": n}
+
+
+def calibration_apply(*, run: MiningRun, artefact: Artefact, chunk: int = 200_000) -> int:
+    """Write calibrated confidences for all the run's candidates: COPY into a temporary table, then one UPDATE."""
+    model = load_calibrator(artefact)
+    side = side_sentences(run.src_corpus, run.src_lang)
+    emb = embed_side(corpus=run.src_corpus, lang=run.src_lang, encoder_artefact=run.encoder,
+                     encode=load_encoder(run.encoder).encode, ids=side.ids, texts=side.texts)
+    row_of = np.full(int(side.ids.max()) + 1 if len(side.ids) else 1, -1, dtype=np.int64)
+    row_of[side.ids] = np.arange(len(side.ids))
+    cands = np.array(list(SentencePairCandidate.objects.filter(run=run).values_list("id", "src_id", "score")
+                          .iterator(chunk_size=50_000)), dtype=np.float64).reshape(-1, 3)
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("CREATE TEMPORARY TABLE calib_tmp (id bigint PRIMARY KEY, conf double precision) ON COMMIT DROP")
+        with cur.cursor.copy("COPY calib_tmp (id, conf) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "float8"])
+            for start in range(0, len(cands), chunk):
+                part = cands[start:start + chunk]
+                rows = row_of[part[:, 1].astype(np.int64)]
+                conf = model.predict(emb[rows], part[:, 2])
+                for cid, c in zip(part[:, 0].astype(np.int64), conf, strict=True):
+                    copy.write_row((int(cid), float(c)))
+        cur.execute("UPDATE mining_sentencepaircandidate c SET confidence = t.conf, calibration_id = %s "
+                    "FROM calib_tmp t WHERE c.id = t.id", [artefact.pk])
+        updated = cur.rowcount
+    return updated
+
+
+@transaction.atomic
+def threshold_apply(*, src_lang: str, tgt_lang: str, threshold: float, target_precision: float | None,
+                    estimated_precision: float | None, calibration: Artefact | None, user: Any) -> LanguagePairSetting:
+    """Store the threshold chosen for a language pair."""
+    setting, _ = LanguagePairSetting.objects.update_or_create(
+        src_lang=src_lang, tgt_lang=tgt_lang,
+        defaults={"threshold": threshold, "target_precision": target_precision,
+                  "estimated_precision": estimated_precision, "calibration": calibration,
+                  "updated_by": user if getattr(user, "is_authenticated", False) else None})
+    return setting

@@ -1,0 +1,74 @@
+"""The feedback loop in the app: labels from a campaign train a calibration model that is applied to a run."""
+
+import pytest
+
+from annotation.services import campaign_create, item_claim, label_submit
+from mining.models import (
+    Artefact,
+    ArtefactKind,
+    JobStatus,
+    LanguagePairSetting,
+    RunKind,
+    SentencePairCandidate,
+)
+from mining.services.calibration import threshold_apply
+from mining.services.execute import execute_run_service
+from mining.services.runs import run_create
+from pcapp.roles import reviewers_group
+from tests.mining.services.test_mining_runs import PAIRS, _corpus
+
+
+@pytest.mark.django_db
+def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user_model):
+    corpus = _corpus("calib")
+    # Mine with a sentence side that has distractors too, so there are GOOD and BAD candidates.
+    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr",
+                     params={"k": 3, "filters": False, "strategy": "forward"}, enqueue=False)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED, run.error
+    gold = {en: fr for en, fr in PAIRS}
+    reviewer = django_user_model.objects.create_user("cal", password="pw-cal-1234")
+    reviewer.groups.add(reviewers_group())
+    campaign = campaign_create(name="cal", runs=[run], reviewers=[reviewer], sample_size=len(PAIRS))
+    n = 0
+    while True:
+        item, _ = item_claim(campaign=campaign, reviewer=reviewer)
+        if item is None:
+            break
+        good = gold.get(item.src.text) == item.tgt.text and n % 4 != 0  # some BAD verdicts for a two-class fit
+        label_submit(campaign=campaign, reviewer=reviewer, item_id=item.pk, verdict="GOOD" if good else "BAD")
+        n += 1
+    # 12 labels are too few: the run fails with a clear message.
+    cal = run_create(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"campaign": campaign.pk,
+                                                                                     "method": "platt"}, enqueue=False)
+    execute_run_service(run=cal)
+    cal.refresh_from_db()
+    assert cal.status == JobStatus.FAILED and "needs at least 20" in cal.error
+    # Label the same candidates outside the campaign by more reviewers to reach 20+.
+    from annotation.services import label_pair
+
+    for k in range(2):
+        other = django_user_model.objects.create_user(f"cal{k}", password="pw-cal-1234")
+        for c in SentencePairCandidate.objects.filter(run=run).select_related("src", "tgt"):
+            label_pair(reviewer=other, sentence_pair_id=c.pk,
+                       verdict="GOOD" if gold.get(c.src.text) == c.tgt.text and c.rank % 3 else "BAD")
+    cal = run_create(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"method": "platt"},
+                     enqueue=False)
+    execute_run_service(run=cal)
+    cal.refresh_from_db()
+    assert cal.status == JobStatus.SUCCEEDED, cal.error
+    artefact = Artefact.objects.get(kind=ArtefactKind.CALIBRATION)
+    assert artefact.version == 1 and set(artefact.metrics["cross_validated"]) == {"head", "platt", "isotonic"}
+    apply = run_create(kind=RunKind.APPLY_CALIBRATION, parent=run, src_lang="en", tgt_lang="fr",
+                       params={"calibration": artefact.pk}, enqueue=False)
+    execute_run_service(run=apply)
+    apply.refresh_from_db()
+    assert apply.status == JobStatus.SUCCEEDED, apply.error
+    cands = list(SentencePairCandidate.objects.filter(run=run).order_by("-score"))
+    assert all(c.calibration_id == artefact.pk and 0 <= c.confidence <= 1 for c in cands)
+    # Platt scaling is monotone in the score.
+    assert all(a.confidence >= b.confidence - 1e-9 for a, b in zip(cands, cands[1:], strict=False))
+    setting = threshold_apply(src_lang="en", tgt_lang="fr", threshold=0.5, target_precision=0.95,
+                              estimated_precision=0.96, calibration=artefact, user=reviewer)
+    assert LanguagePairSetting.objects.get() == setting
