@@ -171,3 +171,17 @@ class SentencePairCandidateAdmin(CandidateAdmin):
 @admin.register(DocumentPairCandidate)
 class DocumentPairCandidateAdmin(CandidateAdmin):
     pass
+
+
+def _register_the_rest() -> None:
+    """Models added to the mining app later still get a plain admin (with raw-id widgets for big tables)."""
+    from django.apps import apps
+
+    for model in apps.get_app_config("mining").get_models():
+        if not admin.site.is_registered(model):
+            fks = [f.name for f in model._meta.get_fields() if f.many_to_one and f.concrete]
+            admin.site.register(model, type(f"{model.__name__}Admin", (admin.ModelAdmin,),
+                                            {"raw_id_fields": fks, "show_full_result_count": False}))
+
+
+_register_the_rest()

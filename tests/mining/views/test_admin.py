@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from django.contrib import admin
-from django.db.models import Model
 from django.urls import reverse
 from django.utils import timezone
 
@@ -22,12 +21,10 @@ def admin_client_(client, django_user_model):
 
 
 def test_mining_models_registered():
-    import mining.models as m
+    from django.apps import apps
 
-    for name in m.__all__:
-        model = getattr(m, name)
-        if isinstance(model, type) and issubclass(model, Model):
-            assert admin.site.is_registered(model), name
+    for model in apps.get_app_config("mining").get_models():
+        assert admin.site.is_registered(model), model
 
 
 def test_start_run_from_admin(admin_client_, django_capture_on_commit_callbacks, monkeypatch):
@@ -65,3 +62,11 @@ def test_admin_changelists_render(admin_client_):
     for name in ("corpus", "sentence", "miningrun", "sentencepaircandidate", "artefact"):
         assert admin_client_.get(reverse(f"admin:mining_{name}_changelist")).status_code == 200
     assert admin_client_.get(reverse("admin:mining_miningrun_change", args=[cand.run_id])).status_code == 200
+
+
+def test_every_mining_changelist_renders(admin_client_):
+    from django.apps import apps
+
+    for model in apps.get_app_config("mining").get_models():
+        url = reverse(f"admin:mining_{model._meta.model_name}_changelist")
+        assert admin_client_.get(url).status_code == 200, url
