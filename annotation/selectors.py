@@ -59,8 +59,13 @@ class ItemCard:
 
 
 def item_card(item: CampaignItem) -> ItemCard:
-    """The item's two sentences and its mining evidence with the competing neighbours' texts (two queries)."""
-    item = CampaignItem.objects.select_related("src", "tgt", "sentence_pair").get(pk=item.pk)
+    """The item's two sentences and its mining evidence with the competing neighbours' texts.
+
+    One query for the neighbours when the item comes with its sentences and candidate loaded (as `item_claim`
+    returns it), two otherwise."""
+    loaded = all(f.is_cached(item) for f in (CampaignItem.src, CampaignItem.tgt, CampaignItem.sentence_pair))
+    if not loaded:
+        item = CampaignItem.objects.select_related("src", "tgt", "sentence_pair").get(pk=item.pk)
     evidence = item.sentence_pair.evidence if item.sentence_pair else {}
     neighbours = evidence.get("src_neighbours", []) + evidence.get("tgt_neighbours", [])
     ids = [int(i) for i, _ in neighbours]
@@ -78,9 +83,15 @@ def history(campaign: Campaign, reviewer: Any) -> list[Label]:
                 .order_by("created_at", "id"))
 
 
-def n_labelled(campaign: Campaign, reviewer: Any) -> int:
-    """How many items of the campaign this reviewer has judged (a count, not the history rows)."""
-    return Label.objects.filter(campaign=campaign, reviewer=reviewer).count()
+def progress(campaign: Campaign, reviewer: Any) -> tuple[int, int]:
+    """(items this reviewer has judged, items left for them), in one query. A reviewer labels an item at most once
+    (label_once_per_item), so what is left is the campaign's items less the reviewer's labels in it."""
+    mine = Label.objects.filter(campaign=campaign, reviewer=reviewer)
+    row = Campaign.objects.filter(pk=campaign.pk).annotate(
+        n_items=Coalesce(_count(CampaignItem.objects.filter(campaign=OuterRef("pk"))), 0),
+        n_mine=Coalesce(_count(mine.filter(campaign=OuterRef("pk"))), 0),
+    ).values_list("n_items", "n_mine").get()
+    return row[1], row[0] - row[1]
 
 
 def remaining(campaign: Campaign, reviewer: Any) -> int:

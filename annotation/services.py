@@ -140,7 +140,8 @@ def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
     Free = fewer than `overlap` labels plus current claims, not yet labelled by this reviewer. Rows are locked with
     SKIP LOCKED, so two reviewers claiming at once never get the same item beyond the overlap asked for.
     """
-    current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related("item").first()
+    card = ("item__src", "item__tgt", "item__sentence_pair")
+    current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related(*card).first()
     if current:
         return current.item, "current"
     skipped: list[int] = [0]
@@ -149,7 +150,7 @@ def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
             cur.execute(
                 """
                 SELECT i.id FROM annotation_campaignitem i
-                WHERE i.campaign_id = %(c)s AND NOT (i.id = ANY(%(skip)s))
+                WHERE i.campaign_id = %(c)s AND NOT (i.id = ANY(%(skip)s::bigint[]))
                   AND NOT EXISTS (SELECT 1 FROM annotation_label l WHERE l.item_id = i.id AND l.reviewer_id = %(r)s)
                   AND (SELECT count(*) FROM annotation_label l WHERE l.item_id = i.id)
                     + (SELECT count(*) FROM annotation_assignment a WHERE a.item_id = i.id) < %(o)s
@@ -170,14 +171,14 @@ def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
             if cur.fetchone()[0] < campaign.overlap:
                 break
             skipped.append(row[0])
-    item = CampaignItem.objects.get(pk=row[0])
+    item = CampaignItem.objects.select_related("src", "tgt", "sentence_pair").get(pk=row[0])
     Assignment.objects.create(campaign=campaign, item=item, reviewer=reviewer)
     return item, "claimed"
 
 
 def check_current(campaign: Campaign, reviewer: Any, item_id: int) -> Assignment:
     """The reviewer's assignment, which must be `item_id` (else the submission is stale)."""
-    current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).first()
+    current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related("item").first()
     if current is None or current.item_id != item_id:
         if Label.objects.filter(item_id=item_id, reviewer=reviewer).exists():
             raise DuplicateLabel("you have already judged this item")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -11,7 +12,7 @@ from pcapp.permissions import reviewer_required, staff_required
 
 from ..forms import CampaignForm, LabelForm
 from ..models import Campaign, Reason
-from ..selectors import campaign_for, campaigns_for, history, item_card, n_labelled, remaining
+from ..selectors import campaign_for, campaigns_for, history, item_card, progress
 from ..services import ReviewError, campaign_create, item_claim, label_submit, label_undo
 
 
@@ -53,8 +54,9 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
 def _card_context(request: HttpRequest, campaign: Campaign, error: str = "") -> dict:
     item, reason = item_claim(campaign=campaign, reviewer=request.user)
     card = item_card(item) if item else None
+    n_done, n_left = progress(campaign, request.user)
     return {"campaign": campaign, "card": card, "reason": reason, "error": error, "reasons": Reason.choices,
-            "remaining": remaining(campaign, request.user), "n_done": n_labelled(campaign, request.user)}
+            "remaining": n_left, "n_done": n_done}
 
 
 @require_GET
@@ -78,14 +80,16 @@ def label(request: HttpRequest, pk: int) -> HttpResponse:
                       status=400)
     d = form.cleaned_data
     try:
-        label_submit(campaign=campaign, reviewer=request.user, item_id=d["item"], verdict=d["verdict"],
-                     reasons=d["reasons"], comment=d["comment"], seconds=d["seconds"] or 0.0)
+        with transaction.atomic():  # the label and the next claim commit together (one commit per judgement)
+            label_submit(campaign=campaign, reviewer=request.user, item_id=d["item"], verdict=d["verdict"],
+                         reasons=d["reasons"], comment=d["comment"], seconds=d["seconds"] or 0.0)
+            if not request.htmx:
+                return redirect("campaign-review", pk=pk)
+            context = _card_context(request, campaign)
     except ReviewError as exc:
         return render(request, "annotation/review.html#item-card", _card_context(request, campaign, error=str(exc)),
                       status=exc.status)
-    if not request.htmx:
-        return redirect("campaign-review", pk=pk)
-    return render(request, "annotation/review.html#item-card", _card_context(request, campaign))
+    return render(request, "annotation/review.html#item-card", context)
 
 
 @require_POST
