@@ -89,6 +89,7 @@ class CorpusWriter:
         self._gold_docs: list[tuple[int, int, int]] = []
         self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-copy")
         self._pending: Future | None = None
+        self._lang_pending: tuple[Callable[[], list[str]], list[tuple]] | None = None
         self._existing_docs = set(
             Document.objects.filter(corpus=corpus).values_list("lang", "external_id").iterator(chunk_size=10_000)
         )
@@ -185,21 +186,31 @@ class CorpusWriter:
                         self._gold_docs.append((self.corpus.pk, a, b))
 
     # -- flushing --------------------------------------------------------------------------------------------
-    def flush(self) -> None:
+    def flush(self, *, final: bool = False) -> None:
         """Hand what is buffered to the COPY thread (documents, sentences with language ids, gold pairs), so the
         server indexes one batch while this process reads and prepares the next."""
         batch: list[tuple[type, list[str], list, list[str]]] = []
         if self._doc_rows:
             batch.append((Document, DOCUMENT_COLUMNS, self._doc_rows, DOCUMENT_TYPES))
             self._doc_rows = []
+        # Language ids of this batch are computed in the workers while the next batch is read: the sentences go out
+        # one flush later (the foreign keys of gold pairs are checked at commit, so the order does not matter).
+        if self._lang_pending is not None:
+            detected, rows = self._lang_pending
+            self._lang_pending = None
+            rows = [(*row, code) for row, code in zip(rows, detected(), strict=True)]
+            batch.append((Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES))
         if self._sent_ids:
             texts = self._sent_texts
             detected = self._detector.submit(texts)
             hashes = [norm_hash(t) for t in texts]
-            codes = detected()
             rows = list(zip(self._sent_ids, [self.corpus.pk] * len(texts), self._sent_docs, self._sent_langs,
-                            self._sent_pos, texts, hashes, codes, strict=True))
-            batch.append((Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES))
+                            self._sent_pos, texts, hashes, strict=True))
+            if final:
+                rows = [(*row, code) for row, code in zip(rows, detected(), strict=True)]
+                batch.append((Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES))
+            else:
+                self._lang_pending = (detected, rows)
             self._sent_ids, self._sent_docs, self._sent_langs, self._sent_pos, self._sent_texts = [], [], [], [], []
         if self._gold_docs:
             batch.append((GoldDocumentPair, PAIR_COLUMNS, self._gold_docs, PAIR_TYPES))
@@ -225,7 +236,7 @@ class CorpusWriter:
 
     def finish(self) -> dict[str, int]:
         """Flush the rest, fix aligned documents' sentence counts and the corpus's languages; returns the stats."""
-        self.flush()
+        self.flush(final=True)
         self._wait()
         self._detector.close()
         for doc_id, n in self._doc_sizes.items():

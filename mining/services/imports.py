@@ -116,7 +116,7 @@ def _import(job: ImportJob, reporter: ProgressReporter) -> dict:
 
     reporter.update(stage="reading", done=0, total=_estimate_records(job), force=True)
     writer = CorpusWriter(corpus, langid_workers=opts.get("langid_workers", settings.PCAPP_IMPORT_WORKERS),
-                          progress=tick)
+                          batch_size=opts.get("batch_size", 20_000), progress=tick)
     try:
         _write(job, writer)
         reporter.update(stage="finishing", force=True)

@@ -139,3 +139,18 @@ def test_same_corpus_name_twice_without_into_is_refused():
     assert run_import("dup", "tsv", DATA / "admin-en-fr.tsv", src_lang="en", tgt_lang="fr").status == "succeeded"
     job = run_import("dup", "tsv", DATA / "admin-en-fr.tsv", src_lang="en", tgt_lang="fr")
     assert job.status == JobStatus.FAILED and "exists" in job.error
+
+
+def test_many_small_batches_write_every_sentence_with_its_language_id():
+    """Language ids of batch k are computed while batch k+1 is read; every sentence still arrives with its own."""
+    job = run_import("batched", "tsv", DATA / "admin-en-fr.tsv", src_lang="en", tgt_lang="fr", batch_size=7)
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    rows = [line.split("\t") for line in lines(DATA / "admin-en-fr.tsv")[1:]]
+    pairs = [(p.src.text, p.tgt.text, p.src.position, p.tgt.position)
+             for p in GoldSentencePair.objects.select_related("src", "tgt").order_by("src__position")]
+    assert pairs == [(a, b, i, i) for i, (a, b) in enumerate(rows)]
+    from mining.ingest.langid import detect
+
+    for lang in ("en", "fr"):
+        texts = list(Sentence.objects.filter(lang=lang).order_by("position").values_list("text", "detected_lang"))
+        assert [d for _, d in texts] == detect([t for t, _ in texts])
