@@ -72,3 +72,34 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
     setting = threshold_apply(src_lang="en", tgt_lang="fr", threshold=0.5, target_precision=0.95,
                               estimated_precision=0.96, calibration=artefact, user=reviewer)
     assert LanguagePairSetting.objects.get() == setting
+
+
+@pytest.mark.django_db
+def test_calibration_page_threshold_panel_and_apply(staff_client, django_user_model):
+    from django.urls import reverse
+
+    from tests.mining.views.test_results import make_run
+
+    run = make_run(10, scores=[2.0 - 0.1 * i for i in range(10)])
+    other = django_user_model.objects.create_user("lab", password="pw-lab-1234")
+    for c in SentencePairCandidate.objects.filter(run=run):
+        from annotation.services import label_pair
+
+        label_pair(reviewer=other, sentence_pair_id=c.pk, verdict="GOOD" if c.rank <= 6 else "BAD")
+    src, tgt = run.src_lang, run.tgt_lang
+    page = staff_client.get(reverse("calibration", args=[src, tgt]))
+    assert page.status_code == 200 and b"No calibration model yet" in page.content
+    panel = staff_client.get(reverse("calibration", args=[src, tgt]) + "?target=0.95", headers={"HX-Request": "true"})
+    body = panel.content.decode()
+    assert "<html" not in body and "keeps <strong>6</strong>" in body and "1.5000" in body
+    staff_client.post(reverse("calibration-apply", args=[src, tgt]), {"threshold": "1.5", "target": "0.95",
+                                                                      "estimate": "1.0"})
+    assert LanguagePairSetting.objects.get(src_lang=src).threshold == 1.5
+    assert Artefact.objects.filter(kind=ArtefactKind.CALIBRATION).count() == 0
+
+
+@pytest.mark.django_db
+def test_calibration_page_is_staff_only(reviewer_client):
+    from django.urls import reverse
+
+    assert reviewer_client.get(reverse("calibration", args=["en", "fr"])).status_code == 403

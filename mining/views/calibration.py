@@ -1,0 +1,112 @@
+"""The calibration page of a language pair (staff): how each method calibrates (cross-validated reliability, ECE,
+Brier), train a new model from a campaign's labels, pick the threshold for a target precision live, apply both."""
+
+from __future__ import annotations
+
+import numpy as np
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import path
+from django.views.decorators.http import require_GET, require_POST
+
+from pcapp.permissions import staff_required
+
+from ..charts_calibration import reliability_svg
+from ..core.calibration.estimates import choose_threshold
+from ..models import Artefact, ArtefactKind, JobStatus, LanguagePairSetting, MiningRun, RunKind, SentencePairCandidate
+from ..services.calibration import threshold_apply
+from ..services.runs import run_create
+
+
+def _latest(src: str, tgt: str) -> Artefact | None:
+    return (Artefact.objects.filter(kind=ArtefactKind.CALIBRATION, name=f"calibration-{src}-{tgt}")
+            .order_by("-version").first())
+
+
+def _threshold_context(src: str, tgt: str, target: float) -> dict:
+    """The lowest score threshold whose stratum-weighted precision on the labels reaches `target`, with its Wilson
+    interval and the number of candidates it keeps over every run of the pair."""
+    from annotation.models import Label
+
+    rows = list(Label.objects.filter(sentence_pair__run__src_lang=src, sentence_pair__run__tgt_lang=tgt)
+                .values_list("sentence_pair__score", "verdict", "item__campaign_id", "item__run_id", "item__stratum",
+                             "item__stratum_size"))
+    if not rows:
+        return {"target": target, "choice": None, "n_labels": 0}
+    from collections import Counter
+
+    drawn = Counter((r[2], r[3], r[4]) for r in rows if r[5])
+    weights = np.array([(r[5] / drawn[(r[2], r[3], r[4])]) if r[5] else 1.0 for r in rows])
+    scores = np.array([r[0] for r in rows])
+    labels = np.array([r[1] == "GOOD" for r in rows])
+    all_scores = np.array(list(SentencePairCandidate.objects.filter(run__src_lang=src, run__tgt_lang=tgt,
+                                                                    run__kind=RunKind.SENTENCE)
+                               .values_list("score", flat=True).iterator(chunk_size=100_000)))
+    choice = choose_threshold(scores, labels, target, weights=weights, all_scores=all_scores if len(all_scores)
+                              else None)
+    return {"target": target, "choice": choice, "n_labels": len(rows)}
+
+
+@require_GET
+@staff_required
+def calibration_page(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
+    """The page, or (htmx) just the threshold panel for the target precision in ?target=."""
+    target = min(0.999, max(0.5, float(request.GET.get("target", 0.95) or 0.95)))
+    threshold = _threshold_context(src, tgt, target)
+    if request.htmx:
+        return render(request, "mining/calibration.html#threshold-panel", {"src": src, "tgt": tgt, **threshold})
+    from annotation.models import Campaign
+
+    artefact = _latest(src, tgt)
+    report = (artefact.metrics.get("cross_validated", {}) if artefact else {})
+    chart = reliability_svg({name: (r["reliability"]["confidence"], r["reliability"]["frequency"])
+                             for name, r in report.items()}) if report else None
+    context = {
+        "src": src, "tgt": tgt, "artefact": artefact, "report": report, "chart": chart,
+        "setting": LanguagePairSetting.objects.filter(src_lang=src, tgt_lang=tgt).first(),
+        "campaigns": Campaign.objects.filter(runs__src_lang=src, runs__tgt_lang=tgt).distinct(),
+        "runs": MiningRun.objects.filter(kind=RunKind.SENTENCE, src_lang=src, tgt_lang=tgt,
+                                         status=JobStatus.SUCCEEDED).order_by("-created_at")[:20],
+        **threshold,
+    }
+    return render(request, "mining/calibration.html", context)
+
+
+@require_POST
+@staff_required
+def calibration_train(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
+    """Start a calibration run on a campaign's labels (or all labels of the pair)."""
+    campaign = request.POST.get("campaign") or None
+    method = request.POST.get("method", "head")
+    run = run_create(kind=RunKind.CALIBRATE, user=request.user, src_lang=src, tgt_lang=tgt,
+                     params={"method": method, "campaign": int(campaign) if campaign else None},
+                     name=f"calibrate {src}-{tgt}")
+    messages.success(request, f"Calibration run {run.pk} queued.")
+    return redirect("run-detail", pk=run.pk)
+
+
+@require_POST
+@staff_required
+def calibration_apply_view(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
+    """Apply the latest calibration to a run (a background run), and/or store the threshold for the pair."""
+    artefact = _latest(src, tgt)
+    if request.POST.get("threshold"):
+        threshold_apply(src_lang=src, tgt_lang=tgt, threshold=float(request.POST["threshold"]),
+                        target_precision=float(request.POST.get("target") or 0) or None,
+                        estimated_precision=float(request.POST.get("estimate") or 0) or None,
+                        calibration=artefact, user=request.user)
+        messages.success(request, f"Threshold {float(request.POST['threshold']):.4f} stored for {src}-{tgt}.")
+    if request.POST.get("run") and artefact:
+        target = MiningRun.objects.get(pk=int(request.POST["run"]))
+        run = run_create(kind=RunKind.APPLY_CALIBRATION, user=request.user, parent=target, src_lang=src, tgt_lang=tgt,
+                         params={"calibration": artefact.pk}, name=f"apply {artefact} to run {target.pk}")
+        messages.success(request, f"Applying {artefact} to run {target.pk} (run {run.pk}).")
+    return redirect("calibration", src=src, tgt=tgt)
+
+
+urlpatterns = [
+    path("calibration/<str:src>-<str:tgt>/", calibration_page, name="calibration"),
+    path("calibration/<str:src>-<str:tgt>/train/", calibration_train, name="calibration-train"),
+    path("calibration/<str:src>-<str:tgt>/apply/", calibration_apply_view, name="calibration-apply"),
+]
