@@ -194,12 +194,11 @@ def label_submit(*, campaign: Campaign, reviewer: Any, item_id: int, verdict: st
         raise ReviewError(f"verdict must be GOOD or BAD, not '{verdict}'")
     assignment = check_current(campaign, reviewer, item_id)
     item = assignment.item
-    try:
-        with transaction.atomic():
-            label = Label.objects.create(campaign=campaign, item=item, reviewer=reviewer,
-                                         sentence_pair_id=item.sentence_pair_id, document_pair_id=item.document_pair_id,
-                                         verdict=verdict, reasons=list(reasons), comment=comment,
-                                         seconds_spent=max(0.0, min(float(seconds), 3600.0)))
+    try:  # a racing double submission hits label_once_per_item; the whole transaction is then rolled back
+        label = Label.objects.create(campaign=campaign, item=item, reviewer=reviewer,
+                                     sentence_pair_id=item.sentence_pair_id, document_pair_id=item.document_pair_id,
+                                     verdict=verdict, reasons=list(reasons), comment=comment,
+                                     seconds_spent=max(0.0, min(float(seconds), 3600.0)))
     except IntegrityError as exc:
         raise DuplicateLabel("you have already judged this item") from exc
     assignment.delete()

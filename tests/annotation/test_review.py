@@ -63,6 +63,20 @@ def test_queue_respects_overlap_and_refuses_stale_and_duplicate(django_user_mode
     assert Label.objects.count() == 1
 
 
+@pytest.mark.django_db
+def test_a_racing_double_submission_is_a_duplicate_not_a_second_label(django_user_model):
+    (a,) = reviewers(django_user_model, 1)
+    campaign = make_campaign(make_run(3), [a], sample_size=2)
+    item, _ = item_claim(campaign=campaign, reviewer=a)
+    # The other request of the race has inserted its label but this one already passed the current-item check:
+    # simulate it by a label written behind the assignment's back.
+    Label.objects.create(campaign=campaign, item=item, reviewer=a, verdict="GOOD")
+    with pytest.raises(DuplicateLabel):
+        label_submit(campaign=campaign, reviewer=a, item_id=item.pk, verdict="BAD")
+    assert list(Label.objects.values_list("verdict", flat=True)) == ["GOOD"]
+    assert Assignment.objects.filter(reviewer=a, item=item).exists()  # rolled back to the savepoint, intact
+
+
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_claims_never_share_an_item_beyond_overlap(django_user_model):
     run = make_run(10)
@@ -185,9 +199,9 @@ def test_review_and_list_query_counts_are_pinned_and_flat(django_user_model, dja
     with django_assert_num_queries(8):
         client.get(reverse("campaign-review", args=[small.pk]), headers={"HX-Request": "true"})
     counts_small = _review_query_counts(client, small, a)
-    # GET 8; POST 21 (session, user, campaign, the label with its savepoints, the claim, the next card);
+    # GET 8; POST 19 (session, user, campaign, the label with its savepoints, the claim, the next card);
     # list 4 (session, user, groups check, campaigns with counts by subqueries).
-    assert counts_small == (8, 21, 4)
+    assert counts_small == (8, 19, 4)
     # Ten times the items, other campaigns, other reviewers' labels and a history of 25 labels: same counts.
     big = make_campaign(make_run(80), [a, b], sample_size=80, overlap=2)
     make_campaign(make_run(30), [a, b], sample_size=30)
