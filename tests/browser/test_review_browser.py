@@ -27,6 +27,7 @@ def test_review_ten_pairs_with_the_keyboard_then_open_results(page, campaign, sc
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.set_default_timeout(45_000)  # generous under a loaded CI machine
     login(page, "rita", "pw-rita-1234")
     page.goto(f"/review/campaigns/{campaign.pk}/")
     page.wait_for_selector("#label-form")
