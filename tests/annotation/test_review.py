@@ -233,3 +233,46 @@ def test_judgement_api_follows_the_page_rules(django_user_model, staff_user):
     staff.force_authenticate(staff_user)
     body = staff.get(f"/api/review/campaigns/{campaign.pk}/results/").json()
     assert body["n_labels"] == 1 and body["runs"][0]["good_rate"] == 1.0
+
+
+@pytest.mark.django_db
+def test_results_match_hand_computed_rate_interval_kappas_and_control_accuracy(django_user_model, staff_client):
+    import math
+
+    a, b = reviewers(django_user_model, 2)
+    run = make_run(4)
+    for cand in SentencePairCandidate.objects.filter(run=run):
+        GoldSentencePair.objects.get_or_create(corpus=run.src_corpus, src_id=cand.src_id, tgt_id=cand.tgt_id)
+    campaign = make_campaign(run, [a, b], overlap=2, sample_size=4, n_controls=2)
+    plan = {a: ("GGBB", [True, True]), b: ("GBBB", [True, False])}  # verdicts by item order; controls right?
+    for user, (verdicts, right) in plan.items():
+        k = c = 0
+        while True:
+            item, _ = item_claim(campaign=campaign, reviewer=user)
+            if item is None:
+                break
+            if item.is_control:
+                flip = {"GOOD": "BAD", "BAD": "GOOD"}
+                verdict = item.expected if right[c] else flip[item.expected]
+                c += 1
+            else:
+                verdict = "GOOD" if verdicts[k] == "G" else "BAD"
+                k += 1
+            label_submit(campaign=campaign, reviewer=user, item_id=item.pk, verdict=verdict)
+    r = campaign_results(campaign)
+    (run_result,) = r["runs"]
+    # 3 GOOD of 8 judgements; Wilson 95 % interval written out.
+    z, n, p = 1.959963984540054, 8, 3 / 8
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert run_result.n_labels == 8 and run_result.good_rate == pytest.approx(p)
+    assert (run_result.low, run_result.high) == pytest.approx((centre - half, centre + half), abs=1e-9)
+    # Pairs (G,G) (G,B) (B,B) (B,B): po = 3/4, pe = 1/2 -> Cohen 0.5; Fleiss (0.75 - 34/64) / (1 - 34/64).
+    kappa, shared = r["cohen"][("rev0", "rev1")]
+    assert shared == 4 and kappa == pytest.approx(0.5)
+    assert r["fleiss"] == pytest.approx((0.75 - 34 / 64) / (1 - 34 / 64))
+    assert r["reviewers"]["rev0"]["control_accuracy"] == 1.0
+    assert r["reviewers"]["rev1"]["control_accuracy"] == 0.5
+    page = staff_client.get(reverse("campaign-results", args=[campaign.pk]))
+    assert f"<strong>0.375</strong> [{centre - half:.3f}, {centre + half:.3f}]".encode() in page.content
+    assert b"<td>0.500</td><td>4</td>" in page.content  # Cohen's kappa of rev0 - rev1 on 4 shared items
