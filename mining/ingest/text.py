@@ -9,13 +9,12 @@ from collections.abc import Sequence
 
 from .languages import base_language
 
-_SPACE = re.compile(r"\s+")
-
 
 def norm_hash(text: str) -> int:
     """Signed 64-bit hash of the text after NFKC, case folding and whitespace collapsing (for dedup only; the stored
     text is never normalised)."""
-    norm = _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    # str.split() splits on exactly the characters `\s` matches (str.isspace), several times faster than re.sub.
+    norm = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
     return int.from_bytes(hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
 
 

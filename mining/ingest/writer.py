@@ -44,23 +44,28 @@ class LanguageDetector:
             except (OSError, AssertionError, ValueError) as exc:  # e.g. inside a daemonic process
                 logger.info("language id runs inline (%s)", exc)
 
-    def submit(self, texts: list[str]) -> Callable[[], list[str]]:
-        """Start detecting; returns a function that waits for the codes."""
+    def submit(self, texts: list[str]) -> Callable[[], list[tuple[str, int]]]:
+        """Start detecting; returns a function that waits for (language code, norm_hash) per text."""
         if self._pool is None or len(texts) < 2000:
-            return lambda: detect_languages(texts)
+            return lambda: _analyse(texts)
         step = -(-len(texts) // self._workers)
         try:
-            futures: list[Future] = [self._pool.submit(detect_languages, texts[i:i + step])
+            futures: list[Future] = [self._pool.submit(_analyse, texts[i:i + step])
                                      for i in range(0, len(texts), step)]
         except (RuntimeError, AssertionError) as exc:
             logger.info("language id runs inline (%s)", exc)
             self._pool = None
-            return lambda: detect_languages(texts)
-        return lambda: [code for f in futures for code in f.result()]
+            return lambda: _analyse(texts)
+        return lambda: [item for f in futures for item in f.result()]
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
+
+
+def _analyse(texts: list[str]) -> list[tuple[str, int]]:
+    """Language code and normalised hash of each text (run in a worker, off the process that reads and COPYs)."""
+    return list(zip(detect_languages(texts), [norm_hash(t) for t in texts], strict=True))
 
 
 class CorpusWriter:
@@ -89,7 +94,7 @@ class CorpusWriter:
         self._gold_docs: list[tuple[int, int, int]] = []
         self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-copy")
         self._pending: Future | None = None
-        self._lang_pending: tuple[Callable[[], list[str]], list[tuple]] | None = None
+        self._lang_pending: tuple[Callable[[], list[tuple[str, int]]], list[tuple]] | None = None
         self._existing_docs = set(
             Document.objects.filter(corpus=corpus).values_list("lang", "external_id").iterator(chunk_size=10_000)
         )
@@ -198,16 +203,15 @@ class CorpusWriter:
         if self._lang_pending is not None:
             detected, rows = self._lang_pending
             self._lang_pending = None
-            rows = [(*row, code) for row, code in zip(rows, detected(), strict=True)]
+            rows = [(*row, h, code) for row, (code, h) in zip(rows, detected(), strict=True)]
             batch.append((Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES))
         if self._sent_ids:
             texts = self._sent_texts
             detected = self._detector.submit(texts)
-            hashes = [norm_hash(t) for t in texts]
             rows = list(zip(self._sent_ids, [self.corpus.pk] * len(texts), self._sent_docs, self._sent_langs,
-                            self._sent_pos, texts, hashes, strict=True))
+                            self._sent_pos, texts, strict=True))
             if final:
-                rows = [(*row, code) for row, code in zip(rows, detected(), strict=True)]
+                rows = [(*row, h, code) for row, (code, h) in zip(rows, detected(), strict=True)]
                 batch.append((Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES))
             else:
                 self._lang_pending = (detected, rows)

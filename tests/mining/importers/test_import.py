@@ -154,3 +154,7 @@ def test_many_small_batches_write_every_sentence_with_its_language_id():
     for lang in ("en", "fr"):
         texts = list(Sentence.objects.filter(lang=lang).order_by("position").values_list("text", "detected_lang"))
         assert [d for _, d in texts] == detect([t for t, _ in texts])
+    from mining.ingest.text import norm_hash
+
+    stored = list(Sentence.objects.values_list("text", "norm_hash"))
+    assert len(stored) == 80 and all(h == norm_hash(t) for t, h in stored)
