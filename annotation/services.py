@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max, Min
+from django.utils import timezone
 
 from mining.models import GoldSentencePair, MiningRun, RunKind, SentencePairCandidate
 
 from .models import Assignment, Campaign, CampaignItem, Label, Sampler, Verdict
+
+CLAIM_SECONDS = 30 * 60
+"""A claim (Assignment) older than this no longer holds its item against other reviewers (an abandoned tab)."""
 
 
 class ReviewError(Exception):
@@ -137,13 +142,19 @@ def check_can_review(campaign: Campaign, reviewer: Any) -> None:
 def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | None, str]:
     """The reviewer's current item, claiming the next free one when there is none: (item, reason).
 
-    Free = fewer than `overlap` labels plus current claims, not yet labelled by this reviewer. Rows are locked with
-    SKIP LOCKED, so two reviewers claiming at once never get the same item beyond the overlap asked for.
+    Free = fewer than `overlap` labels plus live claims, not yet labelled by this reviewer. Rows are locked with
+    SKIP LOCKED, so two reviewers claiming at once never get the same item beyond the overlap asked for. A claim
+    older than CLAIM_SECONDS stops counting; whoever claims the item next deletes it (its holder then gets 409).
     """
+    cutoff = timezone.now() - timedelta(seconds=CLAIM_SECONDS)
     card = ("item__src", "item__tgt", "item__sentence_pair")
     current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related(*card).first()
-    if current:
+    if current and current.claimed_at > cutoff:
         return current.item, "current"
+    if current:  # back after a long pause: renew the claim unless another reviewer has taken the item over
+        list(CampaignItem.objects.select_for_update().filter(pk=current.item_id).values_list("id"))  # as claims do
+        if Assignment.objects.filter(pk=current.pk).update(claimed_at=timezone.now()):
+            return current.item, "current"
     skipped: list[int] = [0]
     while True:
         with connection.cursor() as cur:
@@ -153,12 +164,13 @@ def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
                 WHERE i.campaign_id = %(c)s AND NOT (i.id = ANY(%(skip)s::bigint[]))
                   AND NOT EXISTS (SELECT 1 FROM annotation_label l WHERE l.item_id = i.id AND l.reviewer_id = %(r)s)
                   AND (SELECT count(*) FROM annotation_label l WHERE l.item_id = i.id)
-                    + (SELECT count(*) FROM annotation_assignment a WHERE a.item_id = i.id) < %(o)s
+                    + (SELECT count(*) FROM annotation_assignment a
+                       WHERE a.item_id = i.id AND a.claimed_at > %(cutoff)s) < %(o)s
                 ORDER BY i.position
                 FOR UPDATE SKIP LOCKED
                 LIMIT 1
                 """,
-                {"c": campaign.pk, "r": reviewer.pk, "o": campaign.overlap, "skip": skipped},
+                {"c": campaign.pk, "r": reviewer.pk, "o": campaign.overlap, "skip": skipped, "cutoff": cutoff},
             )
             row = cur.fetchone()
             if row is None:
@@ -167,10 +179,15 @@ def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
             # now; a fresh statement (READ COMMITTED) under the lock sees it, so the overlap is never exceeded.
             cur.execute(
                 "SELECT (SELECT count(*) FROM annotation_label WHERE item_id = %(i)s)"
-                " + (SELECT count(*) FROM annotation_assignment WHERE item_id = %(i)s)", {"i": row[0]})
-            if cur.fetchone()[0] < campaign.overlap:
+                " + (SELECT count(*) FROM annotation_assignment WHERE item_id = %(i)s AND claimed_at > %(cutoff)s),"
+                " EXISTS (SELECT 1 FROM annotation_assignment WHERE item_id = %(i)s AND claimed_at <= %(cutoff)s)",
+                {"i": row[0], "cutoff": cutoff})
+            taken, expired = cur.fetchone()
+            if taken < campaign.overlap:
                 break
             skipped.append(row[0])
+    if expired:  # expired claims on this item are taken over: their holders' submissions become stale (409)
+        Assignment.objects.filter(item_id=row[0], claimed_at__lte=cutoff).delete()
     item = CampaignItem.objects.select_related("src", "tgt", "sentence_pair").get(pk=row[0])
     Assignment.objects.create(campaign=campaign, item=item, reviewer=reviewer)
     return item, "claimed"

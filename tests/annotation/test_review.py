@@ -64,6 +64,41 @@ def test_queue_respects_overlap_and_refuses_stale_and_duplicate(django_user_mode
 
 
 @pytest.mark.django_db
+def test_an_abandoned_claim_expires_and_its_holder_is_then_stale(django_user_model):
+    from datetime import timedelta
+
+    from annotation.services import CLAIM_SECONDS
+
+    a, b = reviewers(django_user_model, 2)
+    campaign = make_campaign(make_run(3), [a, b], sample_size=1)
+    item, _ = item_claim(campaign=campaign, reviewer=a)
+    assert item_claim(campaign=campaign, reviewer=b) == (None, "done")  # held by a
+    old = Assignment.objects.get(reviewer=a).claimed_at - timedelta(seconds=CLAIM_SECONDS + 1)
+    Assignment.objects.filter(reviewer=a).update(claimed_at=old)
+    assert item_claim(campaign=campaign, reviewer=b) == (item, "claimed")  # taken over
+    with pytest.raises(StaleItem):
+        label_submit(campaign=campaign, reviewer=a, item_id=item.pk, verdict="GOOD")
+    label_submit(campaign=campaign, reviewer=b, item_id=item.pk, verdict="GOOD")
+    assert item_claim(campaign=campaign, reviewer=a) == (None, "done")  # overlap 1 is used up
+    assert Label.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_reviewer_back_after_a_pause_keeps_an_untaken_item(django_user_model):
+    from datetime import timedelta
+
+    from annotation.services import CLAIM_SECONDS
+
+    (a,) = reviewers(django_user_model, 1)
+    campaign = make_campaign(make_run(3), [a], sample_size=2)
+    item, _ = item_claim(campaign=campaign, reviewer=a)
+    Assignment.objects.filter(reviewer=a).update(claimed_at=Assignment.objects.get(reviewer=a).claimed_at
+                                                 - timedelta(seconds=CLAIM_SECONDS + 1))
+    assert item_claim(campaign=campaign, reviewer=a) == (item, "current")
+    label_submit(campaign=campaign, reviewer=a, item_id=item.pk, verdict="GOOD")
+
+
+@pytest.mark.django_db
 def test_a_racing_double_submission_is_a_duplicate_not_a_second_label(django_user_model):
     (a,) = reviewers(django_user_model, 1)
     campaign = make_campaign(make_run(3), [a], sample_size=2)
