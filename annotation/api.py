@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 
+from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -14,7 +16,7 @@ from rest_framework.views import APIView
 from pcapp.permissions import IsReviewer, IsStaff
 
 from .models import Campaign, Reason, Verdict
-from .selectors import campaign_for, campaign_results
+from .selectors import campaign_for, campaign_results, label_rows
 from .services import ReviewError, item_claim, label_pair, label_submit
 
 
@@ -64,6 +66,18 @@ class JudgementCreateApi(APIView):
             return Response({"detail": str(exc)}, status=exc.status)
         return Response({"id": label.pk, "verdict": label.verdict, "next_item": nxt.pk if nxt else None},
                         status=status.HTTP_201_CREATED)
+
+
+class CampaignLabelsApi(APIView):
+    """All labels of a campaign as JSON lines, streamed (staff)."""
+
+    permission_classes = [IsStaff]
+
+    @extend_schema(responses={(200, "application/x-ndjson"): str})
+    def get(self, request: Request, pk: int) -> StreamingHttpResponse:
+        campaign = get_object_or_404(Campaign, pk=pk)
+        lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in label_rows(campaign))
+        return StreamingHttpResponse(lines, content_type="application/x-ndjson")
 
 
 class CampaignResultsApi(APIView):

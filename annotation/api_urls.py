@@ -2,9 +2,10 @@
 
 from django.urls import path
 
-from .api import CampaignResultsApi, JudgementCreateApi
+from .api import CampaignLabelsApi, CampaignResultsApi, JudgementCreateApi
 
 urlpatterns = [
     path("judgements/", JudgementCreateApi.as_view(), name="api-judgement-create"),
     path("campaigns/<int:pk>/results/", CampaignResultsApi.as_view(), name="api-campaign-results"),
+    path("campaigns/<int:pk>/labels/", CampaignLabelsApi.as_view(), name="api-campaign-labels"),
 ]

@@ -6,6 +6,7 @@ The queue itself (which item a reviewer gets) is `services.item_claim`; its algo
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
@@ -162,3 +163,23 @@ def campaign_results(campaign: Campaign) -> dict[str, Any]:
         }
     return {"runs": results, "cohen": cohen, "fleiss": fleiss, "fleiss_items": len(full),
             "reviewers": per_reviewer, "n_items": n_items, "n_labels": len(labels)}
+
+
+LABEL_FIELDS = ["campaign", "item", "run", "reviewer", "verdict", "reasons", "comment", "seconds_spent",
+                "is_control", "expected", "stratum", "stratum_size", "src", "tgt", "score", "created_at"]
+
+
+def label_rows(campaign: Campaign) -> Iterator[dict]:
+    """The campaign's labels as export rows (LABEL_FIELDS), streamed from the database in chunks."""
+    qs = (Label.objects.filter(campaign=campaign).select_related("item__src", "item__tgt", "reviewer",
+                                                                  "sentence_pair").order_by("id"))
+    for lab in qs.iterator(chunk_size=2000):
+        item = lab.item
+        yield {"campaign": campaign.pk, "item": item.pk if item else None, "run": item.run_id if item else None,
+               "reviewer": lab.reviewer.get_username(), "verdict": lab.verdict, "reasons": ";".join(lab.reasons),
+               "comment": lab.comment, "seconds_spent": round(lab.seconds_spent, 2),
+               "is_control": item.is_control if item else False, "expected": item.expected if item else "",
+               "stratum": item.stratum if item else None, "stratum_size": item.stratum_size if item else None,
+               "src": item.src.text if item and item.src else "", "tgt": item.tgt.text if item and item.tgt else "",
+               "score": lab.sentence_pair.score if lab.sentence_pair else None,
+               "created_at": lab.created_at.isoformat()}

@@ -17,11 +17,8 @@ from pcapp.permissions import reviewer_required, staff_required
 
 from ..forms import PairLabelForm
 from ..models import Campaign, Label
-from ..selectors import campaign_results
+from ..selectors import LABEL_FIELDS, campaign_results, label_rows
 from ..services import ReviewError, label_pair
-
-EXPORT_FIELDS = ["campaign", "item", "run", "reviewer", "verdict", "reasons", "comment", "seconds_spent",
-                 "is_control", "expected", "stratum", "stratum_size", "src", "tgt", "score", "created_at"]
 
 
 @require_GET
@@ -34,21 +31,6 @@ def results(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "annotation/results.html", {"campaign": campaign, "r": campaign_results(campaign)})
 
 
-def _label_rows(campaign: Campaign) -> Iterator[dict]:
-    qs = (Label.objects.filter(campaign=campaign).select_related("item__src", "item__tgt", "reviewer",
-                                                                  "sentence_pair").order_by("id"))
-    for lab in qs.iterator(chunk_size=2000):
-        item = lab.item
-        yield {"campaign": campaign.pk, "item": item.pk if item else None, "run": item.run_id if item else None,
-               "reviewer": lab.reviewer.get_username(), "verdict": lab.verdict, "reasons": ";".join(lab.reasons),
-               "comment": lab.comment, "seconds_spent": round(lab.seconds_spent, 2),
-               "is_control": item.is_control if item else False, "expected": item.expected if item else "",
-               "stratum": item.stratum if item else None, "stratum_size": item.stratum_size if item else None,
-               "src": item.src.text if item and item.src else "", "tgt": item.tgt.text if item and item.tgt else "",
-               "score": lab.sentence_pair.score if lab.sentence_pair else None,
-               "created_at": lab.created_at.isoformat()}
-
-
 @require_GET
 @staff_required
 def export_labels(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpResponse:
@@ -59,9 +41,9 @@ def export_labels(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpRespo
 
     def csv_lines() -> Iterator[str]:
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=EXPORT_FIELDS)
+        writer = csv.DictWriter(buf, fieldnames=LABEL_FIELDS)
         writer.writeheader()
-        for row in _label_rows(campaign):
+        for row in label_rows(campaign):
             writer.writerow(row)
             yield buf.getvalue()
             buf.seek(0)
@@ -69,7 +51,7 @@ def export_labels(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpRespo
         yield buf.getvalue()
 
     def jsonl_lines() -> Iterator[str]:
-        for row in _label_rows(campaign):
+        for row in label_rows(campaign):
             yield json.dumps(row, ensure_ascii=False) + "\n"
 
     response = StreamingHttpResponse(csv_lines() if fmt == "csv" else jsonl_lines(),

@@ -3,6 +3,7 @@ escaping, query counts."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -268,6 +269,10 @@ def test_judgement_api_follows_the_page_rules(django_user_model, staff_user):
     staff.force_authenticate(staff_user)
     body = staff.get(f"/api/review/campaigns/{campaign.pk}/results/").json()
     assert body["n_labels"] == 1 and body["runs"][0]["good_rate"] == 1.0
+    assert api.get(f"/api/review/campaigns/{campaign.pk}/labels/").status_code == 403  # reviewers do not export
+    export = staff.get(f"/api/review/campaigns/{campaign.pk}/labels/")
+    rows = [json.loads(line) for line in b"".join(export.streaming_content).splitlines()]
+    assert [(r["item"], r["verdict"], r["reviewer"]) for r in rows] == [(item.pk, "GOOD", "rev0")]
 
 
 @pytest.mark.django_db
