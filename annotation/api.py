@@ -7,6 +7,7 @@ import math
 
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -85,6 +86,7 @@ class CampaignResultsApi(APIView):
 
     permission_classes = [IsStaff]
 
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, pk: int) -> Response:
         campaign = get_object_or_404(Campaign, pk=pk)
         r = campaign_results(campaign)
