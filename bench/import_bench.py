@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -53,6 +55,7 @@ class PeakMemory:
 
     def __init__(self) -> None:
         self.peak = 0
+        self.peak_own = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -60,10 +63,12 @@ class PeakMemory:
         me = psutil.Process()
         while not self._stop.is_set():
             try:
-                rss = me.memory_info().rss + sum(c.memory_info().rss for c in me.children(recursive=True))
+                own = me.memory_info().rss
+                rss = own + sum(c.memory_info().rss for c in me.children(recursive=True))
             except psutil.Error:
-                rss = 0
+                own = rss = 0
             self.peak = max(self.peak, rss)
+            self.peak_own = max(self.peak_own, own)
             time.sleep(0.05)
 
     def __enter__(self) -> PeakMemory:
@@ -79,14 +84,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="200000,1000000")
     parser.add_argument("--workers", type=int, default=1, help="language-id processes beside the importer")
+    parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    if len(sizes) > 1:
+        # One fresh process per size, so a size's peak memory does not include what an earlier import left behind.
+        print(f"{'pairs':>10} {'file MB':>8} {'seconds':>8} {'pairs/s':>9} {'rows/s':>9} {'peak RSS MB':>12} "
+              f"{'of which importer':>18}", flush=True)
+        for n in sizes:
+            subprocess.run([sys.executable, __file__, "--sizes", str(n), "--workers", str(args.workers),
+                            "--no-header"], check=True)
+        return
     setup()
     from mining.models import Corpus
     from mining.services.imports import import_execute, import_job_create
 
-    print(f"{'pairs':>10} {'file MB':>8} {'seconds':>8} {'pairs/s':>9} {'rows/s':>9} {'peak RSS MB':>12}")
+    if not args.no_header:
+        print(f"{'pairs':>10} {'file MB':>8} {'seconds':>8} {'pairs/s':>9} {'rows/s':>9} {'peak RSS MB':>12} "
+              f"{'of which importer':>18}")
     with tempfile.TemporaryDirectory() as tmp:
-        for n in (int(s) for s in args.sizes.split(",")):
+        for n in sizes:
             path = Path(tmp) / f"bench-{n}.tsv"
             generate(path, n)
             Corpus.objects.filter(name=f"bench-{n}").delete()
@@ -101,7 +118,7 @@ def main() -> None:
                 raise SystemExit(f"import failed: {job.error}")
             rows = job.stats["sentences"] + job.stats["gold_sentence_pairs"]
             print(f"{n:>10} {path.stat().st_size / 1e6:>8.1f} {seconds:>8.1f} {n / seconds:>9,.0f} "
-                  f"{rows / seconds:>9,.0f} {mem.peak / 1e6:>12,.0f}", flush=True)
+                  f"{rows / seconds:>9,.0f} {mem.peak / 1e6:>12,.0f} {mem.peak_own / 1e6:>18,.0f}", flush=True)
             Corpus.objects.filter(name=f"bench-{n}").delete()
 
 
