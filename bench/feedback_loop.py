@@ -114,7 +114,8 @@ def finetune_study(args, lang: str, review: BuccSet, evaluation: BuccSet) -> Non
     pairs = lambda ii: [(review.src_texts[cands.src_idx[i]], review.tgt_texts[cands.tgt_idx[i]]) for i in idx[ii]]  # noqa: E731
     replay = [catalogue[i] for i in rng.choice(len(catalogue), size=min(5000, len(catalogue)), replace=False)]
     t0 = time.perf_counter()
-    tuned = fine_tune_dan(dan, pairs(pos) + replay, pairs(hard), epochs=args.ft_epochs, seed=args.seed)
+    tuned = fine_tune_dan(dan, pairs(pos) + replay, pairs(hard), epochs=args.ft_epochs, seed=args.seed,
+                          lr=args.ft_lr, emb_lr=args.ft_emb_lr)
     secs = time.perf_counter() - t0
     print(f"\n== fine-tuning the DAN on reviews, en-{lang}: {len(pos)} GOOD pairs as positives (+{len(replay)} "
           f"replayed training pairs), {len(hard)} high-scoring BAD pairs as hard negatives, {secs:.0f} s ==")
@@ -138,7 +139,10 @@ def main() -> None:
     parser.add_argument("--hard-negatives", type=int, default=5)
     parser.add_argument("--max-train", type=int, default=0)
     parser.add_argument("--ft-epochs", type=int, default=2)
+    parser.add_argument("--ft-lr", type=float, default=None, help="fine-tuning lr of the dense layers")
+    parser.add_argument("--ft-emb-lr", type=float, default=None, help="fine-tuning lr of the embeddings")
     parser.add_argument("--skip-finetune", action="store_true")
+    parser.add_argument("--skip-calibration", action="store_true")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     args.labels = [int(x) for x in args.labels.split(",")]
@@ -153,7 +157,8 @@ def main() -> None:
     evaluation = bucc(manual, roles, "e", args.lang, args.gold, args.seed)
     print(f"review pool: {len(review.gold)} gold among {len(review.src_texts)}/{len(review.tgt_texts)}; "
           f"evaluation: {len(evaluation.gold)} gold among {len(evaluation.src_texts)}/{len(evaluation.tgt_texts)}")
-    calibration_study(args, args.lang, review, Usem3Encoder())
+    if not args.skip_calibration:
+        calibration_study(args, args.lang, review, Usem3Encoder())
     if not args.skip_finetune:
         finetune_study(args, args.lang, review, evaluation)
 
