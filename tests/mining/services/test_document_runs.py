@@ -60,3 +60,13 @@ def test_unknown_method_fails_clearly(corpus):
     execute_run_service(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED and "unknown document method 'magic'" in run.error
+
+
+@pytest.mark.django_db
+def test_match_and_align_commands(corpus):
+    from django.core.management import call_command
+
+    call_command("match_documents", "docs", "--src", "en", "--tgt", "fr", "--method", "sentence_vote")
+    run = DocumentPairCandidate.objects.latest("id").run
+    call_command("align_documents", str(run.pk))
+    assert SentencePairCandidate.objects.filter(run__parent=run).exists()
