@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+from django.contrib.auth import get_user_model
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -14,11 +15,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from mining.models import JobStatus, MiningRun, RunKind
 from pcapp.permissions import IsReviewer, IsStaff
 
-from .models import Campaign, Reason, Verdict
+from .models import DEFAULT_GUIDELINES, Campaign, Reason, Sampler, Verdict
 from .selectors import campaign_for, campaign_results, label_rows
-from .services import ReviewError, item_claim, label_pair, label_submit
+from .services import ReviewError, campaign_create, item_claim, label_pair, label_submit
 
 
 class JudgementIn(serializers.Serializer):
@@ -69,6 +71,60 @@ class JudgementCreateApi(APIView):
                         status=status.HTTP_201_CREATED)
 
 
+class CampaignCreateIn(serializers.Serializer):
+    """Same fields and limits as the campaign form of the pages."""
+
+    name = serializers.CharField(max_length=200)
+    runs = serializers.PrimaryKeyRelatedField(many=True, queryset=MiningRun.objects.filter(
+        kind__in=[RunKind.SENTENCE, RunKind.ALIGN], status=JobStatus.SUCCEEDED))
+    reviewers = serializers.PrimaryKeyRelatedField(many=True, queryset=get_user_model().objects.filter(is_active=True))
+    sample_size = serializers.IntegerField(min_value=1, max_value=100_000, default=200)
+    sampler = serializers.ChoiceField(choices=Sampler.choices, default=Sampler.UNIFORM,
+                                      help_text="'uncertain': calibrated confidence nearest the pair's threshold "
+                                                "(kept out of precision estimates).")
+    n_uncertain = serializers.IntegerField(min_value=0, max_value=100_000, default=0,
+                                           help_text="Extra uncertain-sampler items per run (active sampling).")
+    threshold = serializers.FloatField(required=False, allow_null=True, default=None,
+                                       help_text="Score threshold of the 'around the threshold' sampler.")
+    bands = serializers.IntegerField(min_value=2, max_value=20, default=5)
+    seed = serializers.IntegerField(default=0)
+    overlap = serializers.IntegerField(min_value=1, max_value=10, default=1)
+    n_controls = serializers.IntegerField(min_value=0, max_value=1000, default=0)
+    blind = serializers.BooleanField(default=False)
+    guidelines = serializers.CharField(default=DEFAULT_GUIDELINES)
+
+
+class CampaignOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    sampler = serializers.CharField()
+    n_uncertain = serializers.IntegerField()
+    n_items = serializers.IntegerField()
+
+
+class CampaignCreateApi(APIView):
+    """Create a campaign from runs (staff): the same service and rules as the campaign form."""
+
+    permission_classes = [IsStaff]
+
+    @extend_schema(request=CampaignCreateIn, responses={201: CampaignOut})
+    def post(self, request: Request) -> Response:
+        ser = CampaignCreateIn(data=request.data)
+        ser.is_valid(raise_exception=True)
+        d = ser.validated_data
+        try:
+            campaign = campaign_create(
+                name=d["name"], runs=d["runs"], reviewers=d["reviewers"], user=request.user,
+                sample_size=d["sample_size"], sampler=d["sampler"], seed=d["seed"], overlap=d["overlap"],
+                guidelines=d["guidelines"], n_controls=d["n_controls"], blind=d["blind"], threshold=d["threshold"],
+                bands=d["bands"], n_uncertain=d["n_uncertain"])
+        except ReviewError as exc:
+            return Response({"detail": str(exc)}, status=exc.status)
+        return Response({"id": campaign.pk, "name": campaign.name, "sampler": campaign.sampler,
+                         "n_uncertain": campaign.n_uncertain, "n_items": campaign.items.count()},
+                        status=status.HTTP_201_CREATED)
+
+
 class CampaignLabelsApi(APIView):
     """All labels of a campaign as JSON lines, streamed (staff)."""
 
@@ -98,6 +154,8 @@ class CampaignResultsApi(APIView):
             "campaign": campaign.pk, "n_items": r["n_items"], "n_labels": r["n_labels"],
             "runs": [{"run": x.run_id, "name": x.run_name, "labels": x.n_labels, "good_rate": num(x.good_rate),
                       "low": num(x.low), "high": num(x.high)} for x in r["runs"]],
+            "active": [{"run": x.run_id, "name": x.run_name, "labels": x.n_labels, "good_rate": num(x.good_rate)}
+                       for x in r["active"]],
             "cohen_kappa": [{"reviewers": list(k), "kappa": num(v[0]), "shared_items": v[1]}
                             for k, v in r["cohen"].items()],
             "fleiss_kappa": num(r["fleiss"]), "reviewers": r["reviewers"],

@@ -29,6 +29,13 @@ class Sampler(models.TextChoices):
     STRATIFIED = "stratified", "Stratified by score band"
     TOP = "top", "Top N"
     THRESHOLD = "threshold", "Around the threshold"
+    UNCERTAIN = "uncertain", "Uncertain: calibrated confidence nearest the pair's threshold"
+
+
+ESTIMATE_SAMPLERS = (Sampler.UNIFORM, Sampler.STRATIFIED)
+"""Probability samplers: every candidate has a known chance of being drawn, so their labels (stratum-weighted)
+estimate a run's precision at any threshold. The others pick by score or confidence: their labels may train a
+calibration model but never enter a precision estimate."""
 
 
 class Campaign(models.Model):
@@ -42,6 +49,9 @@ class Campaign(models.Model):
     sampler = models.CharField(max_length=16, choices=Sampler.choices, default=Sampler.UNIFORM)
     threshold = models.FloatField(null=True, blank=True, help_text="For the 'around the threshold' sampler.")
     bands = models.PositiveSmallIntegerField(default=5, help_text="Score bands of the stratified sampler.")
+    n_uncertain = models.PositiveIntegerField(default=0, help_text=(
+        "Extra items per run drawn by the uncertain sampler (active sampling), kept apart from the sample that "
+        "estimates precision."))
     seed = models.IntegerField(default=0)
     overlap = models.PositiveSmallIntegerField(default=1, help_text="Reviewers who judge each item.")
     n_controls = models.PositiveIntegerField(default=0, help_text="Known GOOD/BAD control items per run.")
@@ -71,6 +81,8 @@ class CampaignItem(models.Model):
     is_control = models.BooleanField(default=False)
     expected = models.CharField(max_length=4, choices=Verdict.choices, blank=True,
                                 help_text="Known answer of a control item (never shown to reviewers).")
+    sampler = models.CharField(max_length=16, choices=Sampler.choices, blank=True,
+                               help_text="The sampler that drew this item (blank for control items).")
     stratum = models.SmallIntegerField(default=0)
     stratum_size = models.PositiveIntegerField(default=0, help_text="Candidates of the run in this item's stratum.")
 

@@ -110,31 +110,44 @@ class RunResult:
     high: float
 
 
+def _run_estimates(rows: list[tuple], runs: dict[int, str]) -> list[RunResult]:
+    """GOOD rate per run with its Wilson interval; stratified items weighted by stratum size over labels drawn."""
+    per_run: dict[int, list[tuple]] = defaultdict(list)
+    for row in rows:
+        per_run[row[1]].append(row)
+    results = []
+    for run_id, mine in sorted(per_run.items()):
+        good = np.array([r[7] == Verdict.GOOD for r in mine])
+        weights = None
+        if any(r[9] == Sampler.STRATIFIED for r in mine):
+            drawn: dict[int, int] = defaultdict(int)
+            for r in mine:
+                drawn[r[4]] += 1
+            weights = np.array([r[5] / drawn[r[4]] for r in mine], dtype=np.float64)
+        est = weighted_proportion(good, weights)
+        results.append(RunResult(run_id, runs.get(run_id, f"run {run_id}"), len(mine), est.precision, est.low,
+                                 est.high))
+    return results
+
+
 def campaign_results(campaign: Campaign) -> dict[str, Any]:
     """GOOD rate with a 95 % interval per run, Cohen's and Fleiss' kappa, control accuracy and progress per
-    reviewer. Stratified campaigns weight each label by its stratum's size over the labels drawn from it."""
+    reviewer. Stratified campaigns weight each label by its stratum's size over the labels drawn from it.
+
+    Items drawn by the uncertain sampler (active sampling) never enter the per-run rates: they were picked for being
+    near the threshold, so they would bias them. Their GOOD rate is given apart (`active`), without an interval.
+    """
     labels = list(Label.objects.filter(campaign=campaign)
                   .values_list("item_id", "item__run_id", "item__is_control", "item__expected", "item__stratum",
-                               "item__stratum_size", "reviewer__username", "verdict", "seconds_spent"))
+                               "item__stratum_size", "reviewer__username", "verdict", "seconds_spent",
+                               "item__sampler"))
     runs = {r.pk: str(r) for r in campaign.runs.all()}
-    per_run: dict[int, list[tuple]] = defaultdict(list)
-    for row in labels:
-        if not row[2]:
-            per_run[row[1]].append(row)
-    results = []
-    for run_id, rows in sorted(per_run.items()):
-        good = np.array([r[7] == Verdict.GOOD for r in rows])
-        weights = None
-        if campaign.sampler == Sampler.STRATIFIED:
-            drawn = defaultdict(int)
-            for r in rows:
-                drawn[r[4]] += 1
-            weights = np.array([r[5] / drawn[r[4]] for r in rows], dtype=np.float64)
-        est = weighted_proportion(good, weights)
-        results.append(RunResult(run_id, runs.get(run_id, f"run {run_id}"), len(rows), est.precision, est.low,
-                                 est.high))
+    sampled = [r for r in labels if not r[2]]
+    results = _run_estimates([r for r in sampled if r[9] != Sampler.UNCERTAIN], runs)
+    active = [RunResult(x.run_id, x.run_name, x.n_labels, x.good_rate, float("nan"), float("nan"))
+              for x in _run_estimates([r for r in sampled if r[9] == Sampler.UNCERTAIN], runs)]
     by_item: dict[int, dict[str, str]] = defaultdict(dict)
-    for item_id, _, is_control, _, _, _, who, verdict, _ in labels:
+    for item_id, _, is_control, _, _, _, who, verdict, _, _ in labels:
         if not is_control:
             by_item[item_id][who] = verdict
     reviewers = sorted({r[6] for r in labels})
@@ -161,12 +174,12 @@ def campaign_results(campaign: Campaign) -> dict[str, Any]:
             "n_controls": len(controls),
             "median_seconds": float(np.median([r[8] for r in mine])) if mine else None,
         }
-    return {"runs": results, "cohen": cohen, "fleiss": fleiss, "fleiss_items": len(full),
+    return {"runs": results, "active": active, "cohen": cohen, "fleiss": fleiss, "fleiss_items": len(full),
             "reviewers": per_reviewer, "n_items": n_items, "n_labels": len(labels)}
 
 
 LABEL_FIELDS = ["campaign", "item", "run", "reviewer", "verdict", "reasons", "comment", "seconds_spent",
-                "is_control", "expected", "stratum", "stratum_size", "src", "tgt", "score", "created_at"]
+                "is_control", "expected", "sampler", "stratum", "stratum_size", "src", "tgt", "score", "created_at"]
 
 
 def label_rows(campaign: Campaign) -> Iterator[dict]:
@@ -179,6 +192,7 @@ def label_rows(campaign: Campaign) -> Iterator[dict]:
                "reviewer": lab.reviewer.get_username(), "verdict": lab.verdict, "reasons": ";".join(lab.reasons),
                "comment": lab.comment, "seconds_spent": round(lab.seconds_spent, 2),
                "is_control": item.is_control if item else False, "expected": item.expected if item else "",
+               "sampler": item.sampler if item else "",
                "stratum": item.stratum if item else None, "stratum_size": item.stratum_size if item else None,
                "src": item.src.text if item and item.src else "", "tgt": item.tgt.text if item and item.tgt else "",
                "score": lab.sentence_pair.score if lab.sentence_pair else None,

@@ -11,7 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max, Min
 from django.utils import timezone
 
-from mining.models import GoldSentencePair, MiningRun, RunKind, SentencePairCandidate
+from mining.models import GoldSentencePair, LanguagePairSetting, MiningRun, RunKind, SentencePairCandidate
 
 from .models import Assignment, Campaign, CampaignItem, Label, Sampler, Verdict
 
@@ -57,6 +57,8 @@ def _sample_ids(run: MiningRun, sampler: str, n: int, seed: int, threshold: floa
             cur.execute("SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s "
                         "ORDER BY md5(id::text || %s), id LIMIT %s", [run.pk, str(seed), n])
             return [(r[0], 0, total) for r in cur.fetchall()]
+    if sampler == Sampler.UNCERTAIN:
+        return _uncertain_ids(run, n, seed, exclude=[])
     if sampler == Sampler.STRATIFIED:
         stats = qs.aggregate(lo=Min("score"), hi=Max("score"))
         if stats["lo"] is None:
@@ -77,6 +79,42 @@ def _sample_ids(run: MiningRun, sampler: str, n: int, seed: int, threshold: floa
             )
             return [(r[0], int(r[1]), int(r[2])) for r in cur.fetchall()]
     raise ReviewError(f"unknown sampler '{sampler}'")
+
+
+def confidence_threshold(run: MiningRun) -> float:
+    """The run's language-pair threshold on the calibrated-confidence scale of this run.
+
+    The calibration page stores the pair's threshold on the margin score; it maps to the confidence that keeps as many
+    of the run's pairs (the lowest confidence among the top n, n = pairs scoring at least the threshold), which is the
+    same cut exactly when confidence is monotone in the score (Platt, isotonic) and the equal-yield cut for the
+    source-aware head. Raises ReviewError when the pair has no stored threshold or the run no calibrated confidences.
+    """
+    setting = LanguagePairSetting.objects.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).first()
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*), count(*) FILTER (WHERE score >= %s) FROM mining_sentencepaircandidate "
+                    "WHERE run_id = %s AND confidence IS NOT NULL",
+                    [setting.threshold if setting else 0.0, run.pk])
+        n_calibrated, n_kept = cur.fetchone()
+        if n_calibrated == 0:
+            raise ReviewError(f"the uncertain sampler needs calibrated confidences, and run '{run}' has none: apply "
+                              f"a calibration model to it first (calibration page of {run.src_lang}-{run.tgt_lang})")
+        if setting is None:
+            raise ReviewError(f"the uncertain sampler needs the threshold of {run.src_lang}-{run.tgt_lang}, and none "
+                              "is stored: choose one on the calibration page first")
+        cur.execute("SELECT confidence FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
+                    "ORDER BY confidence DESC, id OFFSET %s LIMIT 1", [run.pk, max(n_kept - 1, 0)])
+        return float(cur.fetchone()[0])
+
+
+def _uncertain_ids(run: MiningRun, n: int, seed: int, exclude: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(candidate id, 0, 0) of the n candidates whose calibrated confidence is nearest the run's threshold on the
+    confidence scale, nearest first (seeded ties), leaving out `exclude`. Not a probability sample: stratum size 0."""
+    threshold = confidence_threshold(run)
+    with connection.cursor() as cur:
+        cur.execute("SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
+                    "AND NOT (id = ANY(%s::bigint[])) ORDER BY abs(confidence - %s), md5(id::text || %s), id LIMIT %s",
+                    [run.pk, list(exclude), threshold, str(seed), n])
+        return [(r[0], 0, 0) for r in cur.fetchall()]
 
 
 def _controls(run: MiningRun, n: int, seed: int) -> list[dict[str, Any]]:
@@ -101,8 +139,12 @@ def _controls(run: MiningRun, n: int, seed: int) -> list[dict[str, Any]]:
 def campaign_create(*, name: str, runs: Sequence[MiningRun], reviewers: Sequence[Any], user: Any = None,
                     sample_size: int = 200, sampler: str = Sampler.UNIFORM, seed: int = 0, overlap: int = 1,
                     guidelines: str | None = None, n_controls: int = 0, blind: bool = False,
-                    threshold: float | None = None, bands: int = 5) -> Campaign:
-    """Create a campaign and sample its items from each run (plus control items, placed at seeded positions)."""
+                    threshold: float | None = None, bands: int = 5, n_uncertain: int = 0) -> Campaign:
+    """Create a campaign and sample its items from each run (plus control items, placed at seeded positions).
+
+    `n_uncertain` adds that many items per run drawn by the uncertain sampler (active sampling) beside the
+    `sampler`'s sample; each item records the sampler that drew it, so precision estimates leave them out.
+    """
     if not runs:
         raise ReviewError("a campaign needs at least one run")
     if overlap < 1 or (reviewers and overlap > len(reviewers)):
@@ -110,19 +152,22 @@ def campaign_create(*, name: str, runs: Sequence[MiningRun], reviewers: Sequence
     fields = {"guidelines": guidelines} if guidelines else {}
     campaign = Campaign.objects.create(name=name, sample_size=sample_size, sampler=sampler, seed=seed,
                                        overlap=overlap, n_controls=n_controls, blind=blind, threshold=threshold,
-                                       bands=bands, created_by=user, **fields)
+                                       bands=bands, n_uncertain=n_uncertain, created_by=user, **fields)
     campaign.runs.set(runs)
     campaign.reviewers.set(reviewers)
     items: list[CampaignItem] = []
     for run in runs:
         if run.kind == RunKind.DOCUMENT:
             raise ReviewError("document runs are reviewed pair by pair on the document pages, not in campaigns")
-        sampled = _sample_ids(run, sampler, sample_size, seed, threshold, bands)
-        cands = SentencePairCandidate.objects.in_bulk([pk for pk, _, _ in sampled])
-        for pk, stratum, size in sampled:
+        sampled = [(*row, sampler) for row in _sample_ids(run, sampler, sample_size, seed, threshold, bands)]
+        if n_uncertain:
+            sampled += [(*row, Sampler.UNCERTAIN)
+                        for row in _uncertain_ids(run, n_uncertain, seed, exclude=[r[0] for r in sampled])]
+        cands = SentencePairCandidate.objects.in_bulk([r[0] for r in sampled])
+        for pk, stratum, size, drawn_by in sampled:
             c = cands[pk]
             items.append(CampaignItem(campaign=campaign, run=run, sentence_pair=c, src_id=c.src_id, tgt_id=c.tgt_id,
-                                      stratum=stratum, stratum_size=size, position=0))
+                                      sampler=drawn_by, stratum=stratum, stratum_size=size, position=0))
         for ctl in _controls(run, n_controls, seed):
             items.append(CampaignItem(campaign=campaign, run=run, is_control=True, position=0, stratum=-1, **ctl))
     order = np.random.default_rng(seed).permutation(len(items))

@@ -42,7 +42,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
                 name=d["name"], runs=list(d["runs"]), reviewers=list(d["reviewers"]), user=request.user,
                 sample_size=d["sample_size"], sampler=d["sampler"], seed=d["seed"], overlap=d["overlap"],
                 guidelines=d["guidelines"], n_controls=d["n_controls"], blind=d["blind"], threshold=d["threshold"],
-                bands=d["bands"])
+                bands=d["bands"], n_uncertain=d["n_uncertain"] or 0)
         except ReviewError as exc:
             form.add_error(None, str(exc))
         else:

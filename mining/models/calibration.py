@@ -5,7 +5,8 @@ from django.db import models
 
 
 class LanguagePairSetting(models.Model):
-    """The threshold (on calibrated confidence, or on the score when no calibration applies) chosen for a pair."""
+    """The threshold on the pair score chosen for a language pair on the calibration page (with the calibration model
+    current then). The uncertain sampler maps it to the calibrated-confidence scale of each run at equal yield."""
 
     src_lang = models.CharField(max_length=16)
     tgt_lang = models.CharField(max_length=16)

@@ -38,6 +38,18 @@ class LabelledPairs:
     labels: np.ndarray
     weights: np.ndarray
     encoder: Artefact | None
+    run_ids: np.ndarray
+
+
+@dataclass(frozen=True)
+class ThresholdLabels:
+    """Labels that may estimate precision at a threshold: scores, GOOD labels, stratum weights, and how many labels
+    were left out for coming from a sampler that picks by score or confidence (top, around a threshold, uncertain)."""
+
+    scores: np.ndarray
+    labels: np.ndarray
+    weights: np.ndarray
+    n_left_out: int
 
 
 def _source_embeddings(run: MiningRun, src_ids: list[int]) -> np.ndarray:
@@ -49,10 +61,40 @@ def _source_embeddings(run: MiningRun, src_ids: list[int]) -> np.ndarray:
     return emb[[row[s] for s in src_ids]]
 
 
+def _stratum_weights(keys: list[tuple]) -> np.ndarray:
+    """Per label, from (campaign, run, stratum, stratum size): the stratum's size over the labels drawn from it; 1 for
+    labels on no sampled stratum (outside campaigns, controls, uncertain-sampler items)."""
+    drawn: Counter = Counter(k[:3] for k in keys if k[3])
+    return np.array([(k[3] / drawn[k[:3]]) if k[3] else 1.0 for k in keys], dtype=np.float64)
+
+
+def _estimable(sampler: str | None) -> bool:
+    """Labels outside campaigns (no sampler) count as before; campaign items only when probability-sampled."""
+    from annotation.models import ESTIMATE_SAMPLERS
+
+    return not sampler or sampler in ESTIMATE_SAMPLERS
+
+
+def threshold_labels(*, src_lang: str, tgt_lang: str) -> ThresholdLabels:
+    """The labels of a language pair's candidates for threshold and precision estimates, stratum-weighted. Items a
+    campaign drew by score or confidence are left out: they would bias the estimate (the head still trains on them)."""
+    from annotation.models import Label
+
+    rows = list(Label.objects.filter(sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang)
+                .values_list("sentence_pair__score", "verdict", "item__campaign_id", "item__run_id", "item__stratum",
+                             "item__stratum_size", "item__sampler"))
+    kept = [r for r in rows if _estimable(r[6])]
+    return ThresholdLabels(np.array([r[0] for r in kept], dtype=np.float64),
+                           np.array([r[1] == "GOOD" for r in kept], dtype=bool),
+                           _stratum_weights([r[2:6] for r in kept]), len(rows) - len(kept))
+
+
 def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = None) -> LabelledPairs:
-    """Every label on a candidate of a src->tgt run (of one campaign, or all); labels from stratified samples are
-    weighted by stratum size over labels drawn from the stratum. Only runs of the most used encoder count, since the
-    head reads the source embedding."""
+    """Every label on a candidate of a src->tgt run (of one campaign, or all), for training a calibration model.
+
+    Probability-sampled labels are weighted by stratum size over labels drawn from the stratum, scaled to mean 1;
+    every other label (outside campaigns, or drawn by score or confidence, e.g. active sampling) weighs 1, as much as
+    an average sampled label. Only runs of the most used encoder count, since the head reads the source embedding."""
     from annotation.models import Label
 
     qs = Label.objects.filter(sentence_pair__isnull=False, sentence_pair__run__src_lang=src_lang,
@@ -61,14 +103,17 @@ def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = No
         qs = qs.filter(campaign_id=campaign_id)
     rows = list(qs.values_list("sentence_pair_id", "sentence_pair__src_id", "sentence_pair__run_id",
                                "sentence_pair__score", "verdict", "item__campaign_id", "item__stratum",
-                               "item__stratum_size", "sentence_pair__run__encoder_id"))
+                               "item__stratum_size", "sentence_pair__run__encoder_id", "item__sampler"))
     if not rows:
         return LabelledPairs(np.empty(0, np.int64), np.empty((0, 0), np.float32), np.empty(0), np.empty(0, bool),
-                             np.empty(0), None)
+                             np.empty(0), None, np.empty(0, np.int64))
     encoder_id = Counter(r[8] for r in rows).most_common(1)[0][0]
     rows = [r for r in rows if r[8] == encoder_id]
-    drawn: Counter = Counter((r[5], r[2], r[6]) for r in rows if r[7])
-    weights = np.array([(r[7] / drawn[(r[5], r[2], r[6])]) if r[7] else 1.0 for r in rows])
+    sampled = np.array([bool(r[9]) and _estimable(r[9]) for r in rows])
+    weights = np.ones(len(rows))
+    if sampled.any():
+        strata = _stratum_weights([(r[5], r[2], r[6], r[7]) for r, s in zip(rows, sampled, strict=True) if s])
+        weights[sampled] = strata / strata.mean()
     by_run: dict[int, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         by_run[r[2]].append(i)
@@ -81,7 +126,7 @@ def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = No
         u[idx] = emb
     return LabelledPairs(np.array([r[0] for r in rows], dtype=np.int64), u, np.array([r[3] for r in rows]),
                          np.array([r[4] == "GOOD" for r in rows]), weights / weights.mean(),
-                         Artefact.objects.filter(pk=encoder_id).first())
+                         Artefact.objects.filter(pk=encoder_id).first(), np.array([r[2] for r in rows], np.int64))
 
 
 def _report(rep) -> dict[str, Any]:

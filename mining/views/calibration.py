@@ -15,7 +15,7 @@ from pcapp.permissions import staff_required
 from ..charts_calibration import reliability_svg
 from ..core.calibration.estimates import choose_threshold
 from ..models import Artefact, ArtefactKind, JobStatus, LanguagePairSetting, MiningRun, RunKind, SentencePairCandidate
-from ..services.calibration import threshold_apply
+from ..services.calibration import threshold_apply, threshold_labels
 from ..services.runs import run_create
 
 
@@ -26,26 +26,17 @@ def _latest(src: str, tgt: str) -> Artefact | None:
 
 def _threshold_context(src: str, tgt: str, target: float) -> dict:
     """The lowest score threshold whose stratum-weighted precision on the labels reaches `target`, with its Wilson
-    interval and the number of candidates it keeps over every run of the pair."""
-    from annotation.models import Label
-
-    rows = list(Label.objects.filter(sentence_pair__run__src_lang=src, sentence_pair__run__tgt_lang=tgt)
-                .values_list("sentence_pair__score", "verdict", "item__campaign_id", "item__run_id", "item__stratum",
-                             "item__stratum_size"))
-    if not rows:
-        return {"target": target, "choice": None, "n_labels": 0}
-    from collections import Counter
-
-    drawn = Counter((r[2], r[3], r[4]) for r in rows if r[5])
-    weights = np.array([(r[5] / drawn[(r[2], r[3], r[4])]) if r[5] else 1.0 for r in rows])
-    scores = np.array([r[0] for r in rows])
-    labels = np.array([r[1] == "GOOD" for r in rows])
+    interval and the number of candidates it keeps over every run of the pair. Labels of items a campaign drew by
+    score or confidence (top, around a threshold, uncertain) are left out of the estimate and counted."""
+    data = threshold_labels(src_lang=src, tgt_lang=tgt)
+    if not len(data.labels):
+        return {"target": target, "choice": None, "n_labels": 0, "n_left_out": data.n_left_out}
     all_scores = np.array(list(SentencePairCandidate.objects.filter(run__src_lang=src, run__tgt_lang=tgt,
                                                                     run__kind=RunKind.SENTENCE)
                                .values_list("score", flat=True).iterator(chunk_size=100_000)))
-    choice = choose_threshold(scores, labels, target, weights=weights, all_scores=all_scores if len(all_scores)
-                              else None)
-    return {"target": target, "choice": choice, "n_labels": len(rows)}
+    choice = choose_threshold(data.scores, data.labels, target, weights=data.weights,
+                              all_scores=all_scores if len(all_scores) else None)
+    return {"target": target, "choice": choice, "n_labels": len(data.labels), "n_left_out": data.n_left_out}
 
 
 @require_GET

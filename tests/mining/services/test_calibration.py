@@ -103,3 +103,36 @@ def test_calibration_page_is_staff_only(reviewer_client):
     from django.urls import reverse
 
     assert reviewer_client.get(reverse("calibration", args=["en", "fr"])).status_code == 403
+
+
+@pytest.mark.django_db
+def test_calibration_trains_on_uncertain_labels_that_threshold_estimates_leave_out(django_user_model):
+    from annotation.models import CampaignItem, Sampler
+    from mining.services.calibration import labelled_pairs, threshold_labels
+
+    corpus = _corpus("active")
+    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr",
+                     params={"k": 3, "filters": False, "strategy": "forward"}, enqueue=False)
+    execute_run_service(run=run)
+    cands = list(SentencePairCandidate.objects.filter(run=run).order_by("rank"))
+    for c in cands:  # as if a calibration had been applied
+        SentencePairCandidate.objects.filter(pk=c.pk).update(confidence=1.0 - c.rank / (len(cands) + 1))
+    LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=cands[len(cands) // 2].score)
+    reviewer = django_user_model.objects.create_user("act", password="pw-act-1234")
+    campaign = campaign_create(name="act", runs=[run], reviewers=[reviewer], sampler=Sampler.STRATIFIED, bands=2,
+                               sample_size=6, n_uncertain=4)
+    gold = {en: fr for en, fr in PAIRS}
+    while (item := item_claim(campaign=campaign, reviewer=reviewer)[0]) is not None:
+        label_submit(campaign=campaign, reviewer=reviewer, item_id=item.pk,
+                     verdict="GOOD" if gold.get(item.src.text) == item.tgt.text else "BAD")
+    drawn_by = dict(CampaignItem.objects.filter(campaign=campaign).values_list("sentence_pair_id", "sampler"))
+    data = labelled_pairs(src_lang="en", tgt_lang="fr", campaign_id=campaign.pk)
+    assert len(data.labels) == 10 and data.u.shape[0] == 10  # the calibration model trains on every label
+    uncertain = [drawn_by[int(c)] == Sampler.UNCERTAIN for c in data.candidate_ids]
+    assert sum(uncertain) == 4
+    # Uncertain labels weigh as much as an average stratum-weighted label.
+    w = data.weights
+    assert w[uncertain] == pytest.approx([1.0] * 4)
+    assert w[[not x for x in uncertain]].mean() == pytest.approx(1.0)
+    estimate = threshold_labels(src_lang="en", tgt_lang="fr")
+    assert len(estimate.labels) == 6 and estimate.n_left_out == 4
