@@ -26,6 +26,8 @@ from .encoders import artefact_path, load_encoder
 from .runs import register_run_handler, run_record_timing
 
 METHODS = {"head": CalibrationHead, "platt": PlattScaling, "isotonic": IsotonicCalibration}
+DEFAULT_PHI = {"margin": "ratio", "k": 4}
+"""The pair score a calibration model reads when its params do not say (the sentence-mining defaults)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,30 @@ def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = No
                          Artefact.objects.filter(pk=encoder_id).first(), np.array([r[2] for r in rows], np.int64))
 
 
+def _phi_of(run_ids: np.ndarray) -> dict[str, Any]:
+    """How the labelled pairs were scored (the margin and k of most labels' runs): the phi the model learns on."""
+    from .mining_runs import sentence_run_params
+
+    runs = {pk: (kind, params) for pk, kind, params in
+            MiningRun.objects.filter(pk__in={int(r) for r in run_ids}).values_list("pk", "kind", "params")}
+    specs: Counter = Counter()
+    for run_id, n in Counter(run_ids.tolist()).items():
+        kind, params = runs[run_id]
+        if kind == RunKind.ALIGN:  # the aligner's score is the cosine
+            specs[("absolute", 1)] += n
+        else:
+            p = sentence_run_params(params)
+            specs[(p["margin"], p["k"])] += n
+    margin, k = specs.most_common(1)[0][0] if specs else (DEFAULT_PHI["margin"], DEFAULT_PHI["k"])
+    return {"margin": margin, "k": k}
+
+
+def latest_calibration(*, src_lang: str, tgt_lang: str) -> Artefact | None:
+    """The newest active calibration model of a language pair."""
+    return (Artefact.objects.filter(kind=ArtefactKind.CALIBRATION, name=f"calibration-{src_lang}-{tgt_lang}",
+                                    is_active=True).order_by("-version").first())
+
+
 def _report(rep) -> dict[str, Any]:
     rb = rep.reliability
     return {"ece": round(rep.ece, 4), "brier": round(rep.brier, 4), "log_loss": round(rep.log_loss, 4),
@@ -174,7 +200,7 @@ def execute_calibrate(run: MiningRun, reporter) -> dict:
     artefact = artefact_create(
         kind=ArtefactKind.CALIBRATION, name=f"calibration-{run.src_lang}-{run.tgt_lang}",
         path=folder / "calibration.pt", run=run, params={"method": method, "campaign": run.params.get("campaign"),
-                         "encoder": data.encoder.pk if data.encoder else None},
+                         "encoder": data.encoder.pk if data.encoder else None, "phi": _phi_of(data.run_ids)},
         metrics={"labels": int(len(data.labels)), "good": int(data.labels.sum()),
                  "cross_validated": {name: _report(r) for name, r in reports.items()}})
     return {"artefact_id": artefact.pk, "version": artefact.version, "labels": int(len(data.labels))}

@@ -36,6 +36,7 @@ from .embeddings import embed_side
 from .encoders import artefact_path, encoder_default, load_encoder
 from .progress import ProgressReporter
 from .runs import register_run_handler, run_record_timing
+from .vote_calibration import VoteCalibration, vote_calibration
 
 METHODS = ("sentence_avg", "hide", "sentence_vote", "count")
 
@@ -108,16 +109,22 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     run_record_timing(run=run, stage="embed", seconds=time.perf_counter() - t0)
     reporter.update(stage="match", force=True)
     t0 = time.perf_counter()
-    rows = match(params, src, tgt, s_emb, t_emb, run)
+    vote = vote_calibration(run) if params["method"] == "sentence_vote" else None
+    rows = match(params, src, tgt, s_emb, t_emb, run, vote=vote)
     run_record_timing(run=run, stage="match", seconds=time.perf_counter() - t0)
     reporter.update(stage="write", total=len(rows), force=True)
     written = _write_doc_candidates(run, rows, src.doc_ids, tgt.doc_ids)
-    return {"candidates": written, "src_documents": int(len(src.doc_ids)), "tgt_documents": int(len(tgt.doc_ids))}
+    return {"candidates": written, "src_documents": int(len(src.doc_ids)), "tgt_documents": int(len(tgt.doc_ids)),
+            **(vote.summary() if vote else {})}
 
 
 def match(params: dict, src: DocSide, tgt: DocSide, s_emb: np.ndarray, t_emb: np.ndarray,
-          run: MiningRun | None = None) -> list[tuple[int, int, float, float, str, dict]]:
-    """(src doc index, tgt doc index, cosine, score, strategy, evidence) for the chosen method."""
+          run: MiningRun | None = None, *, vote: VoteCalibration | None = None,
+          ) -> list[tuple[int, int, float, float, str, dict]]:
+    """(src doc index, tgt doc index, cosine, score, strategy, evidence) for the chosen method.
+
+    Sentence-vote uses `vote`'s calibrated confidence as f1 when it has a model, else the normalised cosine.
+    """
     method = params["method"]
     if method in ("sentence_vote", "count"):
         k = int(params["neighbours"])
@@ -128,9 +135,11 @@ def match(params: dict, src: DocSide, tgt: DocSide, s_emb: np.ndarray, t_emb: np
             scores = aligned_sentence_count(ids, src_doc_of, tgt_doc_of, n_tgt_docs=len(tgt.doc_ids))
         else:
             scores = sentence_vote(ids, sims, src_doc_of, src.positions, tgt_doc_of, tgt.positions,
-                                   n_tgt_docs=len(tgt.doc_ids), w1=float(params["w1"]), w2=float(params["w2"]))
+                                   n_tgt_docs=len(tgt.doc_ids), w1=float(params["w1"]), w2=float(params["w2"]),
+                                   confidence=vote.f1(s_emb, t_emb, sims, ids) if vote else None)
         best = scores.best()
-        return [(int(s), int(t), 0.0, float(v), method, {"votes": int(n)})
+        f1 = {"f1": vote.label if vote else "cosine"} if method == "sentence_vote" else {}
+        return [(int(s), int(t), 0.0, float(v), method, {"votes": int(n), **f1})
                 for s, t, v, n in zip(best.src_doc, best.tgt_doc, best.score, best.n_votes, strict=True)]
     if method == "hide":
         model = _doc_model(run)
