@@ -135,7 +135,7 @@ class CandidateFilterForm(forms.Form):
 class ExportForm(forms.Form):
     """Which pairs of a run to export, and in which format."""
 
-    FORMATS = [("tsv", "TSV"), ("moses", "Moses (two files)"), ("tmx", "TMX 1.4"), ("jsonl", "JSONL")]
+    FORMATS = [("tsv", "TSV"), ("moses", "Moses (two sides + scores)"), ("tmx", "TMX 1.4"), ("jsonl", "JSONL")]
     KEEP = [("threshold", "Score at least the threshold"), ("good", "Labelled GOOD"),
             ("both", "Both: above the threshold and labelled GOOD")]
 
@@ -143,5 +143,6 @@ class ExportForm(forms.Form):
     keep = forms.ChoiceField(choices=KEEP, initial="threshold")
     threshold = forms.FloatField(required=False, help_text="Blank: the run's own threshold (or keep all).")
     include_filtered = forms.BooleanField(required=False, label="Include pairs a pre-filter rejected")
-    side = forms.ChoiceField(choices=[("src", "source"), ("tgt", "target")], required=False,
-                             help_text="Moses streams one side per download.")
+    side = forms.ChoiceField(choices=[("src", "source"), ("tgt", "target"),
+                                      ("scores", "scores (rank, score, cosine, confidence, calibration)")],
+                             required=False, help_text="Moses streams one side per download.")

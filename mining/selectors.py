@@ -165,7 +165,8 @@ def candidate_queryset(*, run: MiningRun, filters: dict[str, Any]) -> QuerySet:
         qs = qs.filter(Q(src__text__icontains=text) | Q(tgt__text__icontains=text))
     qs = annotate_labels(qs)
     qs = filter_by_label(qs, filters.get("label") or "")
-    return qs.select_related("src", "tgt").order_by("rank")
+    joined = ("src", "tgt") if model is DocumentPairCandidate else ("src", "tgt", "calibration")
+    return qs.select_related(*joined).order_by("rank")
 
 
 @dataclass(frozen=True)

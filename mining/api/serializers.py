@@ -67,16 +67,26 @@ class SentenceOut(serializers.ModelSerializer):
         fields = ["id", "lang", "text", "document_id", "position"]
 
 
+class CalibrationOut(serializers.ModelSerializer):
+    """The calibration model (name and version) a candidate's confidence came from."""
+
+    class Meta:
+        model = Artefact
+        fields = ["id", "name", "version"]
+
+
 class CandidateOut(serializers.ModelSerializer):
     src = SentenceOut(read_only=True)
     tgt = SentenceOut(read_only=True)
     n_good = serializers.IntegerField(read_only=True)
     n_bad = serializers.IntegerField(read_only=True)
+    calibration = CalibrationOut(read_only=True, allow_null=True,
+                                 help_text="The model behind `confidence`; null when no calibration was applied.")
 
     class Meta:
         model = SentencePairCandidate
-        fields = ["id", "rank", "score", "cosine", "confidence", "strategy", "filter_reason", "src", "tgt",
-                  "n_good", "n_bad", "evidence"]
+        fields = ["id", "rank", "score", "cosine", "confidence", "calibration", "strategy", "filter_reason", "src",
+                  "tgt", "n_good", "n_bad", "evidence"]
 
 
 class CandidateFilterIn(serializers.Serializer):
@@ -93,7 +103,9 @@ class ExportIn(serializers.Serializer):
     keep = serializers.ChoiceField(choices=[c for c, _ in ExportForm.KEEP], default="threshold")
     threshold = serializers.FloatField(required=False, allow_null=True, default=None)
     include_filtered = serializers.BooleanField(default=False)
-    side = serializers.ChoiceField(choices=["src", "tgt"], default="src", help_text="Moses: which side to stream.")
+    side = serializers.ChoiceField(choices=["src", "tgt", "scores"], default="src",
+                                   help_text="Moses: which side to stream ('scores': rank, score, cosine, "
+                                             "confidence, calibration per line).")
 
 
 class ExportFileOut(serializers.Serializer):

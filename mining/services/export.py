@@ -1,4 +1,8 @@
-"""Export a run's kept bitext as TSV, Moses, TMX 1.4 or JSONL with provenance (run, encoder, scores, labels).
+"""Export a run's kept bitext as TSV, Moses, TMX 1.4 or JSONL with provenance (run, encoder, scores, calibrated
+confidence and the calibration model's version, labels).
+
+Moses is one sentence per line per side, plus a line-aligned `.scores` side (tab-separated rank, score, cosine,
+confidence, calibration: line n describes pair n); the built file is a zip of the three.
 
 Rows are read with a server-side cursor in chunks, so a stream or a file of any size uses constant memory.
 Large sets are written by the `mining.export_run` task to PCAPP_DATA_DIR/exports/ (temporary file, then os.replace).
@@ -67,12 +71,20 @@ def export_queryset(*, run: MiningRun, rule: KeepRule) -> QuerySet:
         qs = qs.filter(n_good__gt=models.F("n_bad"))
     return qs.order_by("rank").values_list(
         "rank", "src_id", "tgt_id", "src__text", "tgt__text", "score", "cosine", "confidence", "filter_reason",
-        "n_good", "n_bad",
+        "n_good", "n_bad", "calibration_id", "calibration__name", "calibration__version",
     )
 
 
 def _rows(run: MiningRun, rule: KeepRule) -> Iterator[tuple]:
-    return export_queryset(run=run, rule=rule).iterator(chunk_size=CHUNK)
+    """Export rows: rank, src id, tgt id, src, tgt, score, cosine, confidence, filter reason, n_good, n_bad, and the
+    calibration model as (id, name, version) or None (joined in the same query, so no query per row)."""
+    for row in export_queryset(run=run, rule=rule).iterator(chunk_size=CHUNK):
+        yield (*row[:11], None if row[11] is None else row[11:])
+
+
+def _calibration(model: tuple | None) -> str:
+    """The calibration model's name and version ('calibration-en-fr v3'), empty when the pair has none."""
+    return "" if model is None else f"{model[1]} v{model[2]}"
 
 
 def _one_line(text: str) -> str:
@@ -87,15 +99,28 @@ def _label(n_good: int, n_bad: int) -> str:
     return "" if n_good == 0 else "TIE"
 
 
+def _conf(conf: float | None) -> str:
+    return "" if conf is None else f"{conf:.4f}"
+
+
 def _tsv(run: MiningRun, rule: KeepRule) -> Iterator[str]:
-    """src, tgt, score, cosine, confidence, label: one pair per line, tabs and newlines in text become spaces."""
-    for _rank, _s, _t, src, tgt, score, cos, conf, _f, g, b in _rows(run, rule):
-        conf_s = "" if conf is None else f"{conf:.4f}"
-        yield f"{_one_line(src)}\t{_one_line(tgt)}\t{score:.6f}\t{cos:.6f}\t{conf_s}\t{_label(g, b)}\n"
+    """src, tgt, score, cosine, confidence, calibration, label: one pair per line, tabs and newlines in text become
+    spaces; confidence and calibration are empty when no calibration was applied."""
+    for _rank, _s, _t, src, tgt, score, cos, conf, _f, g, b, cal in _rows(run, rule):
+        yield (f"{_one_line(src)}\t{_one_line(tgt)}\t{score:.6f}\t{cos:.6f}\t{_conf(conf)}\t{_calibration(cal)}\t"
+               f"{_label(g, b)}\n")
+
+
+MOSES_SIDES = ("src", "tgt", "scores")
 
 
 def _moses(run: MiningRun, rule: KeepRule, side: str) -> Iterator[str]:
-    """One side of the bitext, one sentence per line (line n of both sides is pair n)."""
+    """One side of the bitext, one sentence per line (line n of every side is pair n); the `scores` side holds
+    rank, score, cosine, confidence and calibration, tab-separated."""
+    if side == "scores":
+        for rank, _s, _t, _src, _tgt, score, cos, conf, _f, _g, _b, cal in _rows(run, rule):
+            yield f"{rank}\t{score:.6f}\t{cos:.6f}\t{_conf(conf)}\t{_calibration(cal)}\n"
+        return
     column = 3 if side == "src" else 4
     for row in _rows(run, rule):
         yield _one_line(row[column]) + "\n"
@@ -116,11 +141,13 @@ def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
            f'adminlang="en" srclang={quoteattr(run.src_lang)} datatype="plaintext">\n'
            f'<prop type="x-run">{run.pk}</prop><prop type="x-encoder">{_xml(_encoder_name(run))}</prop>'
            f'<prop type="x-keep">{_xml(json.dumps(rule.as_dict()))}</prop>\n</header>\n<body>\n')
-    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b in _rows(run, rule):
+    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal in _rows(run, rule):
         props = [("x-run", run.pk), ("x-rank", rank), ("x-score", f"{score:.6f}"), ("x-cosine", f"{cos:.6f}"),
                  ("x-src-id", s_id), ("x-tgt-id", t_id), ("x-good", g), ("x-bad", b)]
         if conf is not None:
             props.append(("x-confidence", f"{conf:.4f}"))
+        if cal is not None:
+            props.append(("x-calibration", _calibration(cal)))
         if reason:
             props.append(("x-filter", reason))
         prop_xml = "".join(f'<prop type="{t}">{_xml(str(v))}</prop>' for t, v in props)
@@ -133,21 +160,23 @@ def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
 def _jsonl(run: MiningRun, rule: KeepRule) -> Iterator[str]:
     """One JSON object per pair with its provenance."""
     encoder = _encoder_name(run)
-    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b in _rows(run, rule):
+    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal in _rows(run, rule):
         yield json.dumps({
             "run": run.pk, "encoder": encoder, "src_lang": run.src_lang, "tgt_lang": run.tgt_lang, "rank": rank,
             "src_id": s_id, "tgt_id": t_id, "src": src, "tgt": tgt, "score": score, "cosine": cos,
-            "confidence": conf, "filter_reason": reason, "labels": {"good": g, "bad": b},
+            "confidence": conf, "calibration": None if cal is None else dict(zip(("id", "name", "version"), cal,
+                                                                                 strict=True)),
+            "filter_reason": reason, "labels": {"good": g, "bad": b},
         }, ensure_ascii=False) + "\n"
 
 
 def export_stream(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> Iterator[str]:
-    """The export as text chunks (Moses: one `side`, 'src' or 'tgt')."""
+    """The export as text chunks (Moses: one `side`, 'src', 'tgt' or 'scores')."""
     if fmt is ExportFormat.TSV:
         return _tsv(run, rule)
     if fmt is ExportFormat.MOSES:
-        if side not in ("src", "tgt"):
-            raise ValueError("Moses side must be 'src' or 'tgt'")
+        if side not in MOSES_SIDES:
+            raise ValueError("Moses side must be 'src', 'tgt' or 'scores'")
         return _moses(run, rule, side)
     if fmt is ExportFormat.TMX:
         return _tmx(run, rule)
@@ -158,7 +187,10 @@ def export_filename(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: 
     """A download name such as `run12-en-fr-threshold.tmx`."""
     base = f"run{run.pk}-{run.src_lang}-{run.tgt_lang}-{rule.mode.value}"
     if fmt is ExportFormat.MOSES:
-        return f"{base}.{run.src_lang if side == 'src' else run.tgt_lang}" if side else f"{base}.zip"
+        if not side:
+            return f"{base}.zip"
+        ext = {"src": run.src_lang, "tgt": run.tgt_lang}.get(side, side)
+        return f"{base}.{ext}"
     return f"{base}.{fmt.value}"
 
 
@@ -181,7 +213,7 @@ def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> t
     n = 0
     if fmt is ExportFormat.MOSES:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            for side in ("src", "tgt"):
+            for side in MOSES_SIDES:
                 with zf.open(export_filename(run=run, rule=rule, fmt=fmt, side=side), "w") as fh:
                     n = 0
                     for line in _moses(run, rule, side):

@@ -86,7 +86,8 @@ def test_task_builds_moses_zip_and_page_links_it(staff_client, run):
     [path] = export_files(run=run)
     with zipfile.ZipFile(path) as zf:
         names = sorted(zf.namelist())
-        assert names == [f"run{run.pk}-en-fr-threshold.en", f"run{run.pk}-en-fr-threshold.fr"]
+        assert names == [f"run{run.pk}-en-fr-threshold.en", f"run{run.pk}-en-fr-threshold.fr",
+                         f"run{run.pk}-en-fr-threshold.scores"]
         assert zf.read(names[0]).decode().splitlines() == ["Hello <world> & co", "Good night"]
     page = staff_client.get(reverse("run-export", args=[run.pk])).content.decode()
     link = reverse("run-export-download", args=[run.pk, path.name])
