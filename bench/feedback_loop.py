@@ -14,6 +14,7 @@ weighted by its band's size, so estimates are unbiased); the "uncertain" sampler
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -32,7 +33,7 @@ from mining.core.calibration.estimates import choose_threshold, stratum_weights,
 from mining.core.calibration.hardneg import review_training_pairs  # noqa: E402
 from mining.core.calibration.head import CalibrationHead  # noqa: E402
 from mining.core.candidates import Strategy, mine_candidates  # noqa: E402
-from mining.core.encoders.dan_train import fine_tune_dan  # noqa: E402
+from mining.core.encoders.dan_finetune import FineTuneConfig, fine_tune_dan  # noqa: E402
 from mining.core.encoders.usem import Usem3Encoder  # noqa: E402
 from mining.core.evaluation import BuccSet, build_bucc, evaluate_mining  # noqa: E402
 from mining.core.knn import knn_both_ways  # noqa: E402
@@ -103,28 +104,54 @@ def calibration_study(args, lang: str, review: BuccSet, usem) -> None:
               f"{good[uncertain].mean():.2f})")
 
 
+def held_out(enc, evaluation: BuccSet, lang: str) -> tuple[float, float]:
+    """P@1 on the gold pairs and the best ratio-margin F1 of the held-out evaluation set, in %."""
+    scores, p1 = evaluate_mining(enc.encode(evaluation.src_texts, "en"), enc.encode(evaluation.tgt_texts, lang),
+                                 evaluation.gold, k=4)
+    return 100 * p1, 100 * max(s.f1 for s in scores if s.margin == "ratio")
+
+
 def finetune_study(args, lang: str, review: BuccSet, evaluation: BuccSet) -> None:
+    """Fine-tune on each seed's simulated labels (GOOD pairs + high-scoring BAD pairs as hard negatives, with replay),
+    beside the same fine-tuning without the hard negatives; compare with the starting DAN on the held-out pages."""
     catalogue = [(p[0], p[1]) for p in load_pairs(datasets(), "en", lang, origins=TRAIN_ORIGINS)]
     dan, _, _ = train(lang, True, args, catalogue, "cat")
     src, tgt = dan.encode(review.src_texts, "en"), dan.encode(review.tgt_texts, lang)
     cands, good = candidates(src, tgt, review.gold)
-    rng = np.random.default_rng(args.seed)
-    idx, _ = stratified(cands.score, max(args.labels), args.bands, rng)
-    pos, hard = review_training_pairs(good[idx], cands.score[idx], min_score=float(np.quantile(cands.score, 0.5)))
-    pairs = lambda ii: [(review.src_texts[cands.src_idx[i]], review.tgt_texts[cands.tgt_idx[i]]) for i in idx[ii]]  # noqa: E731
-    replay = [catalogue[i] for i in rng.choice(len(catalogue), size=min(5000, len(catalogue)), replace=False)]
-    t0 = time.perf_counter()
-    tuned = fine_tune_dan(dan, pairs(pos) + replay, pairs(hard), epochs=args.ft_epochs, seed=args.seed,
-                          lr=args.ft_lr, emb_lr=args.ft_emb_lr)
-    secs = time.perf_counter() - t0
-    print(f"\n== fine-tuning the DAN on reviews, en-{lang}: {len(pos)} GOOD pairs as positives (+{len(replay)} "
-          f"replayed training pairs), {len(hard)} high-scoring BAD pairs as hard negatives, {secs:.0f} s ==")
-    print(f"{'encoder':<22}{'P@1':>7}{'best F1':>9}  (held-out evaluation pages, ratio margin)")
-    for name, enc in (("DAN before", dan), ("DAN after", tuned)):
-        scores, p1 = evaluate_mining(enc.encode(evaluation.src_texts, "en"), enc.encode(evaluation.tgt_texts, lang),
-                                     evaluation.gold, k=4)
-        best = max((s for s in scores if s.margin == "ratio"), key=lambda s: s.f1)
-        print(f"{name:<22}{100 * p1:>7.1f}{100 * best.f1:>9.1f}")
+    p1_0, f1_0 = held_out(dan, evaluation, lang)
+    config = FineTuneConfig(**{k: v for k, v in (("epochs", args.ft_epochs), ("lr", args.ft_lr),
+                                                 ("emb_lr", args.ft_emb_lr)) if v is not None})
+    print(f"\n== fine-tuning the DAN on reviews, en-{lang}: {max(args.labels)} labels per seed, BAD pairs scoring "
+          f"above the run's median are hard negatives, {args.replay} replayed training pairs, lr {config.lr:g} / "
+          f"embeddings {config.emb_lr:g}, up to {config.epochs} epochs, epoch chosen on "
+          f"{config.validation_share:.0%} of the labels ==")
+    print(f"held-out evaluation pages: {len(evaluation.gold)} gold pairs; DAN before: P@1 {p1_0:.1f}, F1 {f1_0:.1f} "
+          "(ratio margin, best threshold)")
+    print("(GOOD / BAD: labelled pairs trained on, after the validation split; epoch 0: the starting weights kept)")
+    print(f"{'seed':>4} {'training':<22}{'GOOD':>5}{'BAD':>5}{'epoch':>6}{'P@1':>7}{'dP@1':>7}{'F1':>7}{'dF1':>7}"
+          f"{'s':>5}")
+    deltas: dict[str, list[tuple[float, float]]] = {"hard negatives": [], "positives only": []}
+    for seed in args.ft_seeds:
+        rng = np.random.default_rng(seed)
+        idx, _ = stratified(cands.score, max(args.labels), args.bands, rng)
+        pos, hard = review_training_pairs(good[idx], cands.score[idx], min_score=float(np.median(cands.score)))
+        rows = cands.src_idx[idx], cands.tgt_idx[idx]
+        pairs = [(review.src_texts[s], review.tgt_texts[t]) for s, t in zip(*rows, strict=True)]
+        replay = [catalogue[i] for i in rng.choice(len(catalogue), size=min(args.replay, len(catalogue)),
+                                                   replace=False)]
+        for name, use_hard in (("hard negatives", True), ("positives only", False)):
+            t0 = time.perf_counter()
+            result = fine_tune_dan(dan, [pairs[i] for i in pos], [pairs[i] for i in hard], replay_pairs=replay,
+                                   config=dataclasses.replace(config, seed=seed, hard_negatives=use_hard))
+            secs = time.perf_counter() - t0
+            p1, f1 = held_out(result.encoder, evaluation, lang)
+            deltas[name].append((p1 - p1_0, f1 - f1_0))
+            print(f"{seed:>4} {name:<22}{result.n_positives:>5}{result.n_hard_negatives:>5}{result.best_epoch:>6}"
+                  f"{p1:>7.1f}{p1 - p1_0:>+7.1f}{f1:>7.1f}{f1 - f1_0:>+7.1f}{secs:>5.0f}", flush=True)
+    for name, d in deltas.items():
+        dp, df = np.array(d).T
+        print(f"mean over {len(d)} seeds, {name}: P@1 {dp.mean():+.1f} (min {dp.min():+.1f}), "
+              f"F1 {df.mean():+.1f} (min {df.min():+.1f})")
 
 
 def main() -> None:
@@ -138,14 +165,17 @@ def main() -> None:
     parser.add_argument("--hard-epochs", type=int, default=2)
     parser.add_argument("--hard-negatives", type=int, default=5)
     parser.add_argument("--max-train", type=int, default=0)
-    parser.add_argument("--ft-epochs", type=int, default=2)
+    parser.add_argument("--ft-epochs", type=int, default=None, help="fine-tuning epochs (default: FineTuneConfig's)")
     parser.add_argument("--ft-lr", type=float, default=None, help="fine-tuning lr of the dense layers")
     parser.add_argument("--ft-emb-lr", type=float, default=None, help="fine-tuning lr of the embeddings")
+    parser.add_argument("--ft-seeds", default="0,1,2", help="label draws (and fine-tuning seeds) to average over")
+    parser.add_argument("--replay", type=int, default=5000, help="original training pairs replayed in fine-tuning")
     parser.add_argument("--skip-finetune", action="store_true")
     parser.add_argument("--skip-calibration", action="store_true")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     args.labels = [int(x) for x in args.labels.split(",")]
+    args.ft_seeds = [int(x) for x in args.ft_seeds.split(",")]
     if args.quick:
         args.gold, args.labels, args.epochs, args.hard_epochs, args.max_train = 300, [200, 500], 1, 1, 20000
     import torch

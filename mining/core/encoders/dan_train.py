@@ -9,7 +9,6 @@ function of (seed, stage, epoch), so a run resumed from its checkpoint ends with
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import logging
 import os
@@ -20,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from mining.core.encoders.base import Progress, normalize_lang
 from mining.core.encoders.dan import (
@@ -294,109 +292,3 @@ def _mine_for_training(model: DanDualEncoder, corpus: _Corpus, config: DanConfig
     model.train()
     logger.info("mined %d hard negatives for %d sources", int((hard >= 0).sum()), len(hard))
     return hard
-
-
-def fine_tune_dan(
-    encoder: DanEncoder,
-    pos_pairs: Sequence[tuple[str, str]],
-    hard_negative_pairs: Sequence[tuple[str, str]] = (),
-    *,
-    epochs: int = 2,
-    lr: float | None = None,
-    emb_lr: float | None = None,
-    bad_margin: float | None = None,
-    seed: int = 0,
-    progress: Progress | None = None,
-) -> DanEncoder:
-    """Adapt a trained DAN to extra positives and explicit bad pairs; the input encoder is not changed.
-
-    Each step takes a batch of positives (in-batch negatives, as in training) and a share of the bad pairs:
-    the bad targets are appended to every row's candidates (hard negatives), and each bad pair's own score
-    is pushed ``bad_margin`` below the batch's mean positive score, via
-    ``softplus(scale * (phi(x_bad, y_bad) - mean phi(x_i, y_i) + bad_margin))``.
-
-    Args:
-        encoder: the model to start from.
-        pos_pairs: >= 2 (source, target) translations (include some original training pairs to limit
-            forgetting).
-        hard_negative_pairs: (source, target) pairs that must score low (e.g. reviewers' BAD pairs).
-        epochs: passes over ``pos_pairs``.
-        lr, emb_lr: learning rates (default: the encoder config's).
-        bad_margin: default the config's margin.
-        seed: seeds the batch shuffles.
-        progress: ``progress(done, total)`` in steps.
-
-    Returns:
-        A new ``DanEncoder`` with the fine-tuned weights.
-    """
-    config = encoder.config
-    if len(pos_pairs) < 2:
-        raise ValueError("fine-tuning needs at least 2 positive pairs")
-    margin = config.margin if bad_margin is None else bad_margin
-    model = copy.deepcopy(encoder.model).train()
-    dense_opt, sparse_opt = _optimizers(model, lr or config.lr, emb_lr or config.emb_lr)
-    hasher = FeatureHasher(config.n_buckets)
-    corpus = _Corpus.build([s for s, _ in pos_pairs], [t for _, t in pos_pairs], hasher)
-    bad_src = hasher([s for s, _ in hard_negative_pairs])
-    bad_tgt = hasher([t for _, t in hard_negative_pairs])
-    # A bad target that equals a positive's target must not count as a negative for that row.
-    _, t_map = _index_texts([t for _, t in pos_pairs])
-    bad_t_id, _ = _index_texts([t for _, t in hard_negative_pairs], dict(t_map))
-    n_bad = len(hard_negative_pairs)
-    n_batches = max(1, len(pos_pairs) // config.batch_size)
-    total, done = epochs * n_batches, 0
-    for epoch in range(epochs):
-        batches = _batches(len(pos_pairs), config.batch_size, seed, 3, epoch)
-        bad_perm = np.random.default_rng([seed, 4, epoch]).permutation(n_bad)
-        for rows, bad in zip(batches, np.array_split(bad_perm, len(batches)), strict=True):
-            loss = _fine_tune_loss(model, corpus, rows, bad_src.take(bad), bad_tgt.take(bad), bad_t_id[bad], margin)
-            dense_opt.zero_grad(set_to_none=True)
-            sparse_opt.zero_grad(set_to_none=True)
-            loss.backward()
-            dense_opt.step()
-            sparse_opt.step()
-            done += 1
-            if progress is not None:
-                progress(done, total)
-    return DanEncoder(model.eval(), encoder.src_lang, encoder.tgt_lang, threads=encoder.threads)
-
-
-def _fine_tune_loss(
-    model: DanDualEncoder,
-    corpus: _Corpus,
-    rows: np.ndarray,
-    bad_src: HashedBatch,
-    bad_tgt: HashedBatch,
-    bad_t_id: np.ndarray,
-    bad_margin: float,
-) -> torch.Tensor:
-    """Ranking loss of a positive batch with the bad targets as extra negatives, plus the bad-pair term."""
-    config = model.config
-    sid, tid = corpus.s_id[rows], corpus.t_id[rows]
-    u = model.source(*batch_tensors(corpus.src_feats.take(sid)))
-    v = model.target(*batch_tensors(corpus.tgt_feats.take(tid)))
-    same = (sid[:, None] == sid[None, :]) | (tid[:, None] == tid[None, :])
-    np.fill_diagonal(same, False)
-    if len(bad_t_id) == 0:
-        return additive_margin_softmax_loss(
-            u, v, config.margin, config.scale, True, exclude=torch.from_numpy(same) if same.any() else None
-        )
-    bu = model.source(*batch_tensors(bad_src))
-    bv = model.target(*batch_tensors(bad_tgt))
-    known = bad_t_id < corpus.n_tgt
-    extra_exclude = (tid[:, None] == bad_t_id[None, :]) | (
-        known[None, :] & corpus.is_gold(sid[:, None], np.where(known, bad_t_id, 0)[None, :])
-    )
-    loss = additive_margin_softmax_loss(
-        u,
-        v,
-        config.margin,
-        config.scale,
-        True,
-        bv,
-        exclude=torch.from_numpy(same) if same.any() else None,
-        extra_exclude=torch.from_numpy(extra_exclude),
-    )
-    reference = (u * v).sum(dim=1).mean().detach()
-    bad_scores = (bu * bv).sum(dim=1)
-    return loss + F.softplus(config.scale * (bad_scores - reference + bad_margin)).mean()

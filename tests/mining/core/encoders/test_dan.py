@@ -11,7 +11,8 @@ import torch
 
 from mining.core.encoders import UnsupportedLanguage, get_encoder
 from mining.core.encoders.dan import DanConfig, DanEncoder, Side, build_model, load_checkpoint
-from mining.core.encoders.dan_train import fine_tune_dan, mine_hard_negatives, train_dan
+from mining.core.encoders.dan_finetune import FineTuneConfig, fine_tune_dan, split_validation, validation_score
+from mining.core.encoders.dan_train import mine_hard_negatives, train_dan
 from mining.core.encoders.tokenize import FeatureHasher, HashedBatch, tokenize
 from tests.mining.core.encoders.helpers import p_at_1, toy_bitext
 
@@ -178,24 +179,52 @@ def test_mined_hard_negatives_are_the_best_non_gold_targets():
     assert (few[:3, 2] == -1).all() and (few[3:] >= 0).all()
 
 
-def test_fine_tune_pushes_bad_pairs_down_without_touching_the_input(trained):
+def test_fine_tune_ranks_bad_targets_lower_without_touching_the_input(trained):
     before = _weights(trained)
-    bad = [(TEST_S[i], TEST_T[(i + 1) % 20]) for i in range(20)]
+    good = list(zip(TEST_S[:10], TEST_T[:10], strict=True))
+    bad = [(TEST_S[10 + i], TEST_T[10 + (i + 1) % 10]) for i in range(10)]  # targets apart from the GOOD ones
+    replay = list(zip(TRAIN_S, TRAIN_T, strict=True))
+    config = FineTuneConfig(epochs=3, lr=1e-3, emb_lr=3e-2, validation_share=0.0, seed=0)
 
-    def bad_scores(enc: DanEncoder) -> np.ndarray:
-        u = enc.encode([s for s, _ in bad], "en")
-        v = enc.encode([t for _, t in bad], "fr")
-        return (u * v).sum(axis=1)
+    def bad_rank_loss(enc: DanEncoder) -> float:
+        """Mean softmax share of the BAD targets against each GOOD pair's own target."""
+        u, v = enc.encode([s for s, _ in good], "en"), enc.encode([t for _, t in good], "fr")
+        bv = enc.encode([t for _, t in bad], "fr")
+        own, other = (u * v).sum(axis=1, keepdims=True), u @ bv.T
+        return float(np.exp(20 * (other - own)).sum(axis=1).mean())
 
-    positives = list(zip(TRAIN_S, TRAIN_T, strict=True))  # replayed training pairs
-    tuned = fine_tune_dan(trained, positives, bad, epochs=3, seed=0)
-    control = fine_tune_dan(trained, positives, [], epochs=3, seed=0)
-    assert bad_scores(tuned).mean() < min(bad_scores(trained).mean(), bad_scores(control).mean()) - 0.1
-    assert p_at_1(tuned.encode(TEST_S, "en"), tuned.encode(TEST_T, "fr")) > 0.8
+    result = fine_tune_dan(trained, good, bad, replay_pairs=replay, config=config)
+    control = fine_tune_dan(trained, good, [], replay_pairs=replay, config=config)
+    assert result.best_epoch == 3 and result.validation == () and result.n_hard_negatives == 10
+    # The same training without the BAD targets leaves them more competitive against the GOOD pairs.
+    assert bad_rank_loss(result.encoder) < 0.5 * bad_rank_loss(control.encoder)
+    assert p_at_1(result.encoder.encode(TEST_S, "en"), result.encoder.encode(TEST_T, "fr")) > 0.8
     for key, value in trained.model.state_dict().items():
         assert torch.equal(value, before[key]), key
-    again = fine_tune_dan(trained, positives, bad, epochs=3, seed=0)
-    _assert_same_weights(tuned, again)
+    again = fine_tune_dan(trained, good, bad, replay_pairs=replay, config=config)
+    _assert_same_weights(result.encoder, again.encoder)
+
+
+def test_fine_tune_keeps_the_starting_weights_when_no_epoch_validates_better(trained):
+    good = list(zip(TEST_S, TEST_T, strict=True))
+    # Positives that are not translations: every epoch of training on them only hurts the validation pairs.
+    noise = [(TRAIN_S[i], TRAIN_T[(i + 7) % 200]) for i in range(200)]
+    config = FineTuneConfig(epochs=2, lr=1e-2, emb_lr=1e-1, validation_share=0.5, min_validation=5, seed=0)
+    result = fine_tune_dan(trained, good, [], replay_pairs=noise, config=config)
+    assert result.n_val_positives == 50 and len(result.validation) == 3
+    assert result.best_epoch == 0 and max(result.validation[1:]) <= result.validation[0]
+    _assert_same_weights(result.encoder, trained)
+
+
+def test_split_validation_and_score_by_hand(trained):
+    tp, vp, th, vh = split_validation(10, 5, 0.2, seed=3, minimum=2)
+    assert len(vp) == 2 and len(vh) == 1
+    assert sorted([*tp, *vp]) == list(range(10)) and sorted([*th, *vh]) == list(range(5))
+    assert split_validation(10, 5, 0.2, seed=3, minimum=3)[1].size == 0  # too few to hold out: all train
+    good = list(zip(TEST_S[:20], TEST_T[:20], strict=True))
+    swapped = [(s, TEST_T[(i + 1) % 20]) for i, (s, _) in enumerate(good)]
+    assert validation_score(trained, good, swapped) > 0.9  # the trained model separates them
+    assert validation_score(trained, swapped, good) < 0.1  # and the reverse labelling scores low
 
 
 def test_batch_masks_keep_other_gold_pairs_out_of_the_negatives(monkeypatch):
