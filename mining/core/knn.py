@@ -9,7 +9,7 @@ Three paths:
 * ``knn_approx`` / ``knn_both_ways_approx``: an IVF-Flat index (one coarse quantizer trained on a
   seeded sample of both sides), searched list by list in big batches (GEMMs) or query by query.
 
-``knn_search`` and ``knn_both`` dispatch on ``KnnMethod``.
+``knn_search`` and ``knn_both`` dispatch on ``KnnMethod``; ``knn_method_for`` picks one by size.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ _ASSIGN_BATCH = 65536
 
 # faiss' default database block (1024) leaves ~20 % of the GEMM rate on the table at d = 512.
 _BLAS_DATABASE_BS = 16384
+
+# Query x base pairs up to which exact search is the default: 50k x 50k (about 2.6e12 flops at d = 512, some 15 s
+# on two cores). IVF overtakes exact at roughly 10-20k rows a side and is 3.6x faster at 100k (PERFORMANCE.md).
+EXACT_MAX_PAIRS = 50_000 * 50_000
 
 
 class KnnMethod(enum.Enum):
@@ -471,6 +475,11 @@ def knn_both_ways_approx(
             progress(step, 2)
     (fwd_sims, fwd_ids), (bwd_sims, bwd_ids) = results
     return KnnResult(fwd_sims=fwd_sims, fwd_ids=fwd_ids, bwd_sims=bwd_sims, bwd_ids=bwd_ids)
+
+
+def knn_method_for(n_queries: int, n_base: int, *, exact_max_pairs: int = EXACT_MAX_PAIRS) -> KnnMethod:
+    """EXACT when n_queries * n_base <= exact_max_pairs (exact is cheap and recall is free there), else IVF."""
+    return KnnMethod.EXACT if int(n_queries) * int(n_base) <= exact_max_pairs else KnnMethod.IVF
 
 
 def knn_search(

@@ -18,7 +18,7 @@ from ..core.align import AlignConfig, align, sentence_pairs
 from ..core.candidates import Strategy, mine_candidates
 from ..core.docmatch import HideConfig, HideModel, sentence_avg, train_hide
 from ..core.docvote import aligned_sentence_count, sentence_vote
-from ..core.knn import KnnMethod, knn_both, knn_exact
+from ..core.knn import knn_both, knn_method_for, knn_search
 from ..core.margin import Margin
 from ..models import (
     Artefact,
@@ -119,16 +119,18 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
 
 
 def match(params: dict, src: DocSide, tgt: DocSide, s_emb: np.ndarray, t_emb: np.ndarray,
-          run: MiningRun | None = None, *, vote: VoteCalibration | None = None,
-          ) -> list[tuple[int, int, float, float, str, dict]]:
+          run: MiningRun | None = None, *, doc_model: HideModel | None = None,
+          vote: VoteCalibration | None = None) -> list[tuple[int, int, float, float, str, dict]]:
     """(src doc index, tgt doc index, cosine, score, strategy, evidence) for the chosen method.
 
     Sentence-vote uses `vote`'s calibrated confidence as f1 when it has a model, else the normalised cosine.
+    HiDE uses `doc_model` when given, else the run's trained model. kNN is exact up to `knn_method_for`'s size
+    (query x base rows), IVF above it: 10k documents x 30 sentences a side is 9e10 pairs, ~1e14 flops exact.
     """
     method = params["method"]
     if method in ("sentence_vote", "count"):
         k = int(params["neighbours"])
-        sims, ids = knn_exact(s_emb, t_emb, min(k, len(t_emb)))
+        sims, ids = knn_search(s_emb, t_emb, min(k, len(t_emb)), method=knn_method_for(len(s_emb), len(t_emb)))
         tgt_doc_of = np.repeat(np.arange(len(tgt.doc_ids)), np.diff(tgt.offsets))
         src_doc_of = np.repeat(np.arange(len(src.doc_ids)), np.diff(src.offsets))
         if method == "count":
@@ -142,12 +144,12 @@ def match(params: dict, src: DocSide, tgt: DocSide, s_emb: np.ndarray, t_emb: np
         return [(int(s), int(t), 0.0, float(v), method, {"votes": int(n), **f1})
                 for s, t, v, n in zip(best.src_doc, best.tgt_doc, best.score, best.n_votes, strict=True)]
     if method == "hide":
-        model = _doc_model(run)
+        model = _doc_model(run) if doc_model is None else doc_model
         u, v = model.embed(s_emb, src.offsets, "src"), model.embed(t_emb, tgt.offsets, "tgt")
     else:
         u, v = sentence_avg(s_emb, src.offsets), sentence_avg(t_emb, tgt.offsets)
     k = int(params["k"])
-    knn = knn_both(u, v, min(k, len(u), len(v)), method=KnnMethod.EXACT)
+    knn = knn_both(u, v, min(k, len(u), len(v)), method=knn_method_for(len(u), len(v)))
     cands = mine_candidates(knn, margin=Margin(params["margin"]), k=min(k, len(u), len(v)),
                             strategy=Strategy(params["strategy"]), threshold=params.get("threshold"))
     return [(int(s), int(t), float(c), float(sc), params["strategy"],

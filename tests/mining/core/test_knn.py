@@ -14,6 +14,7 @@ from mining.core.knn import (
     knn_both_ways,
     knn_both_ways_approx,
     knn_exact,
+    knn_method_for,
     knn_search,
 )
 
@@ -177,3 +178,12 @@ def test_empty_sides() -> None:
     assert res.fwd_ids.shape == (0, 3) and res.bwd_ids.shape == (5, 0)
     sims, ids = knn_exact(_unit(rng, 2, 4), np.zeros((0, 4), dtype=np.float32), 3)
     assert sims.shape == ids.shape == (2, 0)
+
+
+def test_knn_method_for_switches_to_ivf_by_size() -> None:
+    assert knn_method_for(50_000, 50_000) is KnnMethod.EXACT
+    assert knn_method_for(10_000, 10_000) is KnnMethod.EXACT
+    assert knn_method_for(300_000, 300_000) is KnnMethod.IVF
+    assert knn_method_for(50_001, 50_000) is KnnMethod.IVF
+    assert knn_method_for(4, 5, exact_max_pairs=20) is KnnMethod.EXACT
+    assert knn_method_for(4, 6, exact_max_pairs=20) is KnnMethod.IVF
