@@ -40,10 +40,14 @@ class Bead:
     cosine: float
 
 
-def _merged(emb: np.ndarray, k: int) -> np.ndarray:
-    """Row j: normalised sum of emb[j-k:j] (rows 0..k-1 are unused); (n + 1, d)."""
-    n, d = emb.shape
-    csum = np.vstack([np.zeros((1, d)), np.cumsum(emb, axis=0, dtype=np.float64)])
+def _prefix_sums(emb: np.ndarray) -> np.ndarray:
+    """(n + 1, d) float64: row j is the sum of emb[:j]."""
+    return np.vstack([np.zeros((1, emb.shape[1])), np.cumsum(emb, axis=0, dtype=np.float64)])
+
+
+def _merged(csum: np.ndarray, k: int) -> np.ndarray:
+    """Row j: normalised sum of emb[j-k:j] (rows 0..k-1 are unused); (n + 1, d), from csum = _prefix_sums(emb)."""
+    n, d = csum.shape[0] - 1, csum.shape[1]
     out = np.zeros((n + 1, d))
     if k > 0 and n >= k:
         out[k:] = csum[k:] - csum[:-k]
@@ -66,55 +70,81 @@ def _gale_church(ls: np.ndarray, lt: np.ndarray) -> np.ndarray:
     return -(math.log(2.0) + log_ndtr(-np.abs(delta)))
 
 
+def _band_dots(s: np.ndarray, t: np.ndarray, lo: np.ndarray, width: int, chunk_bytes: int = 1 << 25) -> np.ndarray:
+    """(n + 1, width) float64: row i holds s[i] . t[lo[i] + w] (t's row index clipped to its last row)."""
+    if not lo.any() and width == len(t):
+        return s @ t.T  # the full matrix: one GEMM
+    out = np.empty((len(s), width))
+    step = max(1, chunk_bytes // (8 * width * s.shape[1]))
+    for r0 in range(0, len(s), step):
+        cols = np.minimum(lo[r0:r0 + step, None] + np.arange(width), len(t) - 1)
+        out[r0:r0 + step] = np.einsum("rd,rwd->rw", s[r0:r0 + step], t[cols])
+    return out
+
+
 def _dp(src: np.ndarray, tgt: np.ndarray, slen: np.ndarray, tlen: np.ndarray, cfg: AlignConfig,
         lo: np.ndarray, hi: np.ndarray) -> list[tuple[int, int, int, int, float]]:
-    """Banded DP; row i covers target columns lo[i]..hi[i] (inclusive). Returns beads as (i0, i1, j0, j1, cos)."""
+    """Banded DP; row i covers target columns lo[i]..hi[i] (inclusive, lo non-decreasing). Returns beads as
+    (i0, i1, j0, j1, cos).
+
+    Every bead's step cost over the band is computed up front as an (n + 1, width) array (row i, column lo[i] + w);
+    the row loop then only adds shifted slices of earlier rows' costs (kept inf-padded, so a slice needs no mask)
+    and takes the cheapest bead, first in `cfg.beads` order on ties.
+    """
     n, m = len(src), len(tgt)
-    merged_s = {a: _merged(src, a) for a in {a for a, _ in cfg.beads if a}}
-    merged_t = {b: _merged(tgt, b) for b in {b for _, b in cfg.beads if b}}
+    csum_s, csum_t = _prefix_sums(src), _prefix_sums(tgt)
+    merged_s = {a: _merged(csum_s, a) for a in {a for a, _ in cfg.beads if a}}
+    merged_t = {b: _merged(csum_t, b) for b in {b for _, b in cfg.beads if b}}
     len_s = {a: _lengths(slen, a) for a in merged_s}
     len_t = {b: _lengths(tlen, b) for b in merged_t}
-    inf = np.inf
-    cost_rows: list[np.ndarray] = []
-    back_rows: list[np.ndarray] = []
+    widths = hi - lo + 1
+    width = int(widths.max())
+    cols = lo[:, None] + np.arange(width)
+    active = [(k, a, b) for k, (a, b) in enumerate(cfg.beads) if a]  # 0:b beads: only 0:1, by the scan below
+    steps = np.empty((len(active), n + 1, width))
+    for x, (_, a, b) in enumerate(active):
+        if b == 0:
+            steps[x] = cfg.skip_cost * a
+            continue
+        cos = _band_dots(merged_s[a], merged_t[b], lo, width)
+        steps[x] = ((1.0 - cos) * (a + b) / 2.0
+                    + cfg.length_weight * _gale_church(len_s[a][:, None], len_t[b][np.minimum(cols, m)])
+                    + cfg.merge_penalty * (a + b - 2))
+        steps[x][cols < b] = np.inf
+    # Row i's cost sits at cost[i, pad:pad + widths[i]]; inf elsewhere, so shifted reads off the band give inf.
+    pad = int(max(max(b for _, b in cfg.beads), max((int(np.max(lo[a:] - lo[:-a])) for _, a, _ in active
+                                                     if a <= n), default=0))) + 1
+    cost = np.full((n + 1, width + 2 * pad), np.inf)
+    back = np.full((n + 1, width), -1, dtype=np.int8)
+    kinds = np.array([k for k, _, _ in active], dtype=np.int8)
+    cand = np.empty((len(active), width))
+    k01 = cfg.beads.index((0, 1)) if (0, 1) in cfg.beads else -1
+    skip_ramp = cfg.skip_cost * np.arange(width)
+    lanes = np.arange(width)
     for i in range(n + 1):
-        cols = np.arange(lo[i], hi[i] + 1)
-        best = np.full(len(cols), inf)
-        back = np.full(len(cols), -1, dtype=np.int8)
+        w = int(widths[i])
         if i == 0:
-            best[cols == 0] = 0.0
-        for k, (a, b) in enumerate(cfg.beads):
-            if a == 0 or i < a:
-                continue
-            pi = i - a
-            prev_cols = cols - b
-            ok = (prev_cols >= lo[pi]) & (prev_cols <= hi[pi]) & (prev_cols >= 0)
-            if not ok.any():
-                continue
-            prev = np.full(len(cols), inf)
-            prev[ok] = cost_rows[pi][prev_cols[ok] - lo[pi]]
-            if b == 0:
-                step = np.full(len(cols), cfg.skip_cost * a)
-            else:
-                jj = np.clip(cols, 0, m)
-                cos = merged_t[b][jj] @ merged_s[a][i]
-                step = ((1.0 - cos) * (a + b) / 2.0 + cfg.length_weight * _gale_church(len_s[a][i], len_t[b][jj])
-                        + cfg.merge_penalty * (a + b - 2))
-                step[cols < b] = inf
-            cand = prev + step
-            better = cand < best
-            best[better] = cand[better]
-            back[better] = k
-        k01 = cfg.beads.index((0, 1)) if (0, 1) in cfg.beads else -1
-        if k01 >= 0 and len(cols) > 1:  # insertions chain along the row: a prefix-min scan
-            p = cfg.skip_cost * np.arange(len(cols))
-            run = np.minimum.accumulate(best - p) + p
-            better = run < best - 1e-12
-            best = np.where(better, run, best)
-            back[better] = k01
-        cost_rows.append(best)
-        back_rows.append(back)
-    return _backtrack(back_rows, lo, cfg, merged_s, merged_t, n, m)
+            best = np.full(width, np.inf)
+            best[lo[0] + np.arange(width) == 0] = 0.0
+            row_back = np.full(width, -1, dtype=np.int8)
+        else:
+            for x, (_, a, b) in enumerate(active):
+                if i < a:
+                    cand[x] = np.inf
+                    continue
+                off = pad + int(lo[i]) - b - int(lo[i - a])
+                np.add(cost[i - a, off:off + width], steps[x, i], out=cand[x])
+            choice = cand.argmin(axis=0)
+            best = cand[choice, lanes]
+            row_back = np.where(np.isfinite(best), kinds[choice], -1).astype(np.int8)
+        if k01 >= 0 and w > 1:  # insertions chain along the row: a prefix-min scan
+            run = np.minimum.accumulate(best[:w] - skip_ramp[:w]) + skip_ramp[:w]
+            better = run < best[:w] - 1e-12
+            best[:w] = np.where(better, run, best[:w])
+            row_back[:w][better] = k01
+        cost[i, pad:pad + w] = best[:w]
+        back[i, :w] = row_back[:w]
+    return _backtrack(back, lo, cfg, merged_s, merged_t, n, m)
 
 
 def _backtrack(back_rows, lo, cfg, merged_s, merged_t, n, m) -> list[tuple[int, int, int, int, float]]:
