@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from django.contrib import messages
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path
@@ -18,6 +19,7 @@ from ..models import (
     Artefact,
     ArtefactKind,
     Corpus,
+    GoldSentencePair,
     JobStatus,
     LanguagePairSetting,
     MiningRun,
@@ -113,8 +115,8 @@ def _fine_tune_context(src: str, tgt: str) -> dict:
     dans = Artefact.objects.filter(kind=ArtefactKind.ENCODER, name="dan", src_lang=src, tgt_lang=tgt)
     return {
         "dan_encoders": dans.filter(is_active=True).exclude(path="").order_by("-version"),
-        "eval_corpora": Corpus.objects.filter(languages__contains=[src, tgt], gold_sentence_pairs__isnull=False)
-        .distinct().order_by("name"),
+        "eval_corpora": Corpus.objects.filter(Exists(GoldSentencePair.objects.filter(corpus=OuterRef("pk"))),
+                                              languages__contains=[src, tgt]).order_by("name"),
         "fine_tuned": [a for a in dans.order_by("-version")[:20] if "fine_tune" in a.metrics],
     }
 
@@ -124,11 +126,11 @@ def _fine_tune_context(src: str, tgt: str) -> dict:
 def calibration_fine_tune(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
     """Start a run that fine-tunes a DAN encoder on the pair's reviews (all, or a campaign's) and gates the result on
     a held-out evaluation corpus."""
-    base = Artefact.objects.filter(pk=request.POST.get("encoder") or 0, kind=ArtefactKind.ENCODER).first()
-    campaign = request.POST.get("campaign") or None
-    params = {"campaign": int(campaign) if campaign else None, "eval_corpus": int(request.POST.get("eval_corpus") or 0),
-              "seed": int(request.POST.get("seed") or 0)}
     try:
+        base = Artefact.objects.filter(pk=int(request.POST.get("encoder") or 0), kind=ArtefactKind.ENCODER).first()
+        campaign = request.POST.get("campaign") or None
+        params = {"campaign": int(campaign) if campaign else None,
+                  "eval_corpus": int(request.POST.get("eval_corpus") or 0), "seed": int(request.POST.get("seed") or 0)}
         if base is None:
             raise ValueError("pick a DAN encoder to fine-tune")
         check_fine_tune(base=base, src_lang=src, tgt_lang=tgt, params=params)

@@ -169,11 +169,11 @@ def fine_tune_dan(
     _, t_map = _index_texts([t for _, t in train_pos])
     hard_t_id, _ = _index_texts([t for _, t in train_hard], dict(t_map))
 
-    def snapshot() -> DanEncoder:
-        return DanEncoder(copy.deepcopy(model).eval(), encoder.src_lang, encoder.tgt_lang, threads=encoder.threads)
+    def wrap(m: DanDualEncoder) -> DanEncoder:
+        return DanEncoder(m, encoder.src_lang, encoder.tgt_lang, threads=encoder.threads)
 
     curve: list[float] = []
-    best, best_epoch = None, 0
+    best_state, best_epoch = None, 0
     if val_pos:
         curve.append(validation_score(encoder, val_pos, val_hard))
     n_batches = max(1, len(train_pos) // model.config.batch_size)
@@ -191,20 +191,20 @@ def fine_tune_dan(
             done += 1
             if progress is not None:
                 progress(done, total)
-        model.eval()
         if val_pos:
-            current = snapshot()
-            curve.append(validation_score(current, val_pos, val_hard))
+            curve.append(validation_score(wrap(model), val_pos, val_hard))  # wrap() puts it in eval mode
             if curve[-1] > max(curve[:-1]):
-                best, best_epoch = current, epoch + 1
-        model.train()
+                # Only the best weights so far are copied (the real model is large).
+                best_state, best_epoch = copy.deepcopy(model.state_dict()), epoch + 1
+            model.train()
         logger.info("fine-tuning epoch %d done (last loss %.4f)", epoch + 1, loss.item())
     if not val_pos:
-        best, best_epoch = snapshot(), cfg.epochs
-    elif best is None:
-        best = DanEncoder(copy.deepcopy(encoder.model).eval(), encoder.src_lang, encoder.tgt_lang,
-                          threads=encoder.threads)
-    return FineTuneResult(best, best_epoch, tuple(curve), len(tp), len(train_hard), len(replay_pairs), len(vp),
+        best_epoch = cfg.epochs
+    elif best_state is None:
+        model.load_state_dict(encoder.model.state_dict())
+    else:
+        model.load_state_dict(best_state)
+    return FineTuneResult(wrap(model), best_epoch, tuple(curve), len(tp), len(train_hard), len(replay_pairs), len(vp),
                           len(vh))
 
 
