@@ -102,7 +102,7 @@ def test_reviews_give_positives_and_high_scoring_hard_negatives(reviewed):
 
 
 @pytest.mark.django_db
-def test_fine_tune_run_stores_both_figures_and_gates_the_new_encoder(reviewed):
+def test_fine_tune_run_stores_both_figures_and_gates_the_new_encoder(reviewed, staff_client):
     run = fine_tune(reviewed)
     assert run.status == JobStatus.SUCCEEDED, run.error
     summary = run.stats["fine_tune"]
@@ -115,6 +115,8 @@ def test_fine_tune_run_stores_both_figures_and_gates_the_new_encoder(reviewed):
     assert tuned.metrics["fine_tune"]["before"] == before and tuned.is_active == (run.stats["gate"] == "passed")
     assert (tuned.pk in offered()) == tuned.is_active and reviewed["encoder"].pk in offered()
     assert load_encoder(tuned).encode(["Delete multiple objects"], "en").shape == (1, 512)
+    page = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert f"gate: {run.stats['gate']}" in page and f"p_at_1_before: {before['p_at_1']}" in page
 
 
 @pytest.mark.django_db
