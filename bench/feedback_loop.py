@@ -161,6 +161,8 @@ def main() -> None:
     parser.add_argument("--bands", type=int, default=5)
     parser.add_argument("--gold", type=int, default=600)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--split-seed", type=int, default=None,
+                        help="page split and test-set draws (default: --seed; the DAN is trained with --seed)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--hard-epochs", type=int, default=2)
     parser.add_argument("--hard-negatives", type=int, default=5)
@@ -182,9 +184,10 @@ def main() -> None:
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     manual = load_pairs(datasets(), "en", args.lang, origins=TEST_ORIGINS)
-    roles = split(manual, args.seed)
-    review = bucc(manual, roles, "r", args.lang, args.gold, args.seed)
-    evaluation = bucc(manual, roles, "e", args.lang, args.gold, args.seed)
+    split_seed = args.seed if args.split_seed is None else args.split_seed
+    roles = split(manual, split_seed)
+    review = bucc(manual, roles, "r", args.lang, args.gold, split_seed)
+    evaluation = bucc(manual, roles, "e", args.lang, args.gold, split_seed)
     print(f"review pool: {len(review.gold)} gold among {len(review.src_texts)}/{len(review.tgt_texts)}; "
           f"evaluation: {len(evaluation.gold)} gold among {len(evaluation.src_texts)}/{len(evaluation.tgt_texts)}")
     if not args.skip_calibration:
