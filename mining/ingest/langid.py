@@ -4,6 +4,9 @@ py3langid walks a byte-level DFA per text in a Python loop (about 10k sentences/
 for a whole batch at once, one numpy step per byte position, then scores all texts with one sparse-dense product;
 the result equals `py3langid.classify(text)[0]` (checked by the tests). Texts are cut to their first `max_bytes`
 bytes, which is plenty to tell a language and bounds the cost of long documents.
+
+Scores are float32 like py3langid's own (its model stores the table in float16 and scores in float32): a float64
+table was twice the memory traffic of the sparse product, the largest cost here, for no change of any label.
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ def _model() -> tuple:
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     ident = LanguageIdentifier.from_model_file(MODEL_FILE)
-    nm = np.asarray(ident.tk_nextmove, dtype=np.int64)
-    rowbase = np.asarray(ident._rowbase, dtype=np.int64)
-    out = np.asarray(ident.tk_output, dtype=np.int64)
-    ptc = np.asarray(ident.nb_ptc, dtype=np.float64)
-    pc = np.asarray(ident.nb_pc, dtype=np.float64)
+    # int32 holds every state and feature number (< 2**24) and halves the size of the random gathers.
+    nm = np.asarray(ident.tk_nextmove, dtype=np.int32)
+    rowbase = np.asarray(ident._rowbase, dtype=np.int32)
+    out = np.asarray(ident.tk_output, dtype=np.int32)
+    ptc = np.asarray(ident.nb_ptc, dtype=np.float32)
+    pc = np.asarray(ident.nb_pc, dtype=np.float32)
     return nm, rowbase, out, ptc, pc, list(ident.nb_classes), list(ident._alias_pairs)
 
 
@@ -57,33 +61,34 @@ def _detect_chunk(chunk: list[bytes], lengths: np.ndarray, nm, rowbase, out, ptc
     n, width = len(chunk), int(lengths.max(initial=0))
     if width == 0:
         return [""] * n
-    buf = np.zeros((n, width), dtype=np.int64)
+    # Byte j of every text is one contiguous row of `buf`, so each step of the walk reads and writes in order.
+    buf = np.zeros((width, n), dtype=np.int32)
     flat = np.frombuffer(b"".join(chunk), dtype=np.uint8)
     rows = np.repeat(np.arange(n), lengths)
     cols = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    buf[rows, cols] = flat
-    state = np.zeros(n, dtype=np.int64)
+    buf[cols, rows] = flat
+    state = np.zeros(n, dtype=np.int32)
     hit_rows, hit_feats = [], []
-    first_active = 0  # chunks are sorted by length: rows below this index have ended
+    # Chunks are sorted by length: at step j the texts below ended[j] have ended.
+    ended = np.searchsorted(lengths, np.arange(width), side="right")
     for j in range(width):
-        while first_active < n and lengths[first_active] <= j:
-            first_active += 1
-        active = slice(first_active, n)
-        s = nm[rowbase[state[active]] + buf[active, j]]
-        state[active] = s
+        first = ended[j]
+        s = nm[rowbase[state[first:]] + buf[j, first:]]
+        state[first:] = s
         f = out[s]
-        keep = f >= 0
-        if keep.any():
-            hit_rows.append(np.nonzero(keep)[0] + first_active)
+        keep = np.flatnonzero(f >= 0)
+        if keep.size:
+            hit_rows.append(keep + first)
             hit_feats.append(f[keep])
     scores = np.tile(pc, (n, 1))
     featureless = np.ones(n, dtype=bool)
     if hit_rows:
         r, f = np.concatenate(hit_rows), np.concatenate(hit_feats)
-        counts = sp.coo_matrix((np.ones(len(r)), (r, f)), shape=(n, ptc.shape[0])).tocsr()
+        # Column-major, the product reads each feature's row of the table once per chunk.
+        counts = sp.coo_matrix((np.ones(len(r), dtype=np.float32), (r, f)), shape=(n, ptc.shape[0])).tocsc()
         counts.sum_duplicates()
         counts.data = np.log1p(counts.data)
-        scores = scores + counts @ ptc
+        scores += counts @ ptc
         featureless[r] = False
     floor = scores.min() - 1.0
     for i, j in aliases:
