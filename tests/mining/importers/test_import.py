@@ -158,3 +158,15 @@ def test_many_small_batches_write_every_sentence_with_its_language_id():
 
     stored = list(Sentence.objects.values_list("text", "norm_hash"))
     assert len(stored) == 80 and all(h == norm_hash(t) for t, h in stored)
+
+
+def test_deleting_a_corpus_removes_its_rows_and_keeps_the_others():
+    """Sentence.corpus and GoldSentencePair.corpus have no database constraint; Django still cascades on delete."""
+    kept = run_import("kept", "tsv", DATA / "admin-en-fr.tsv", src_lang="en", tgt_lang="fr")
+    gone = run_import("gone", "tsv", DATA / "admin-en-fr.tsv", src_lang="en", tgt_lang="fr")
+    assert kept.status == gone.status == JobStatus.SUCCEEDED
+    before = counts()
+    Corpus.objects.filter(name="gone").delete()
+    assert counts() == (before[0] - 1, before[1] - 2, before[2] - 80, before[3] - 40)
+    assert not Sentence.objects.exclude(corpus__name="kept").exists()
+    assert not GoldSentencePair.objects.exclude(corpus__name="kept").exists()
