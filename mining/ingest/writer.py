@@ -10,6 +10,7 @@ import logging
 import multiprocessing
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from itertools import repeat
 
 import numpy as np
 from django.db import connection
@@ -21,6 +22,8 @@ from .readers import Doc, Pair
 from .text import detect_languages, norm_hash, split_sentences
 
 logger = logging.getLogger(__name__)
+
+Analysis = tuple[list[str], list[int]]  # language code and norm_hash per text
 
 SENTENCE_COLUMNS = ["id", "corpus_id", "document_id", "lang", "position", "text", "norm_hash", "detected_lang"]
 SENTENCE_TYPES = ["int8", "int8", "int8", "text", "int4", "text", "int8", "text"]
@@ -41,11 +44,15 @@ class LanguageDetector:
         if workers > 0:
             try:
                 self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
-            except (OSError, AssertionError, ValueError) as exc:  # e.g. inside a daemonic process
+                # Start the workers and load the model (about a second) while the importer reads its first batch.
+                for _ in range(workers):
+                    self._pool.submit(_load_model)
+            except (OSError, AssertionError, ValueError, RuntimeError) as exc:  # e.g. inside a daemonic process
                 logger.info("language id runs inline (%s)", exc)
+                self._pool = None
 
-    def submit(self, texts: list[str]) -> Callable[[], list[tuple[str, int]]]:
-        """Start detecting; returns a function that waits for (language code, norm_hash) per text."""
+    def submit(self, texts: list[str]) -> Callable[[], Analysis]:
+        """Start detecting; returns a function that waits for the language codes and norm_hashes of the texts."""
         if self._pool is None or len(texts) < 2000:
             return lambda: _analyse(texts)
         step = -(-len(texts) // self._workers)
@@ -56,16 +63,29 @@ class LanguageDetector:
             logger.info("language id runs inline (%s)", exc)
             self._pool = None
             return lambda: _analyse(texts)
-        return lambda: [item for f in futures for item in f.result()]
+
+        def result() -> Analysis:
+            codes, hashes = [], []
+            for future in futures:
+                part_codes, part_hashes = future.result()
+                codes += part_codes
+                hashes += part_hashes
+            return codes, hashes
+
+        return result
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
 
 
-def _analyse(texts: list[str]) -> list[tuple[str, int]]:
+def _analyse(texts: list[str]) -> Analysis:
     """Language code and normalised hash of each text (run in a worker, off the process that reads and COPYs)."""
-    return list(zip(detect_languages(texts), [norm_hash(t) for t in texts], strict=True))
+    return detect_languages(texts), [norm_hash(t) for t in texts]
+
+
+def _load_model() -> None:
+    detect_languages([])
 
 
 class CorpusWriter:
@@ -87,14 +107,15 @@ class CorpusWriter:
         self._sent_texts: list[str] = []
         self._gold: list[tuple[int, int]] = []
         self._doc_rows: list[tuple] = []
-        self._ids = np.empty(0, dtype=np.int64)
+        self._free_ids: list[int] = []  # reserved sentence ids, the next one last
         self._doc_ids = np.empty(0, dtype=np.int64)
         self._languages: set[str] = set(corpus.languages)
         self._doc_sizes: dict[int, int] = {}
         self._gold_docs: list[tuple[int, int, int]] = []
         self._copier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-copy")
         self._pending: Future | None = None
-        self._lang_pending: tuple[Callable[[], list[tuple[str, int]]], list[tuple]] | None = None
+        # (analysis to wait for, sentence columns, gold pairs) of the batch whose language ids are being computed
+        self._lang_pending: tuple[Callable[[], Analysis], tuple[list, ...], list[tuple[int, int]]] | None = None
         self._existing_docs = set(
             Document.objects.filter(corpus=corpus).values_list("lang", "external_id").iterator(chunk_size=10_000)
         )
@@ -118,10 +139,9 @@ class CorpusWriter:
 
     def add_sentence(self, doc_id: int, lang: str, position: int, text: str) -> int:
         """Buffer one sentence; returns its (reserved) id."""
-        if len(self._ids) == 0:
-            self._ids = reserve_ids(Sentence, self.batch_size)
-        sid = int(self._ids[0])
-        self._ids = self._ids[1:]
+        if not self._free_ids:
+            self._reserve_sentence_ids(self.batch_size)
+        sid = self._free_ids.pop()
         self._sent_ids.append(sid)
         self._sent_docs.append(doc_id)
         self._sent_langs.append(lang)
@@ -131,8 +151,9 @@ class CorpusWriter:
             self.flush()
         return sid
 
-    def add_gold_pair(self, src_id: int, tgt_id: int) -> None:
-        self._gold.append((src_id, tgt_id))
+    def _reserve_sentence_ids(self, n: int) -> None:
+        """Take `n` more sentence ids; the ones already held are used first (ascending ids append to the indexes)."""
+        self._free_ids = reserve_ids(Sentence, n).tolist()[::-1] + self._free_ids
 
     # -- whole inputs ----------------------------------------------------------------------------------------
     def write_pairs(self, pairs: Iterable[Pair], *, src_lang: str, tgt_lang: str, name: str,
@@ -147,6 +168,7 @@ class CorpusWriter:
         tgt_doc = self.new_document(tgt_lang, name)
         seen = src_seen if src_seen is not None else {}
         positions = {src_doc: len(seen), tgt_doc: 0}
+        unreported = 0
         for pair in pairs:
             if not pair.src.strip() or not pair.tgt.strip():
                 self.stats["skipped_empty_pairs"] += 1
@@ -159,9 +181,13 @@ class CorpusWriter:
                     seen[pair.src_key] = src_id
             tgt_id = self.add_sentence(tgt_doc, tgt_lang, positions[tgt_doc], pair.tgt)
             positions[tgt_doc] += 1
-            self.add_gold_pair(src_id, tgt_id)
-            if self._progress:
-                self._progress(1)
+            self._gold.append((src_id, tgt_id))
+            unreported += 1
+            if unreported == 1000 and self._progress:
+                self._progress(unreported)
+                unreported = 0
+        if unreported and self._progress:
+            self._progress(unreported)
         self._doc_sizes[src_doc] = positions[src_doc]
         self._doc_sizes[tgt_doc] = positions[tgt_doc]
         self._gold_docs.append((self.corpus.pk, src_doc, tgt_doc))
@@ -193,42 +219,54 @@ class CorpusWriter:
     # -- flushing --------------------------------------------------------------------------------------------
     def flush(self, *, final: bool = False) -> None:
         """Hand what is buffered to the COPY thread (documents, sentences with language ids, gold pairs), so the
-        server indexes one batch while this process reads and prepares the next."""
+        server writes and checks one batch while this process reads and prepares the next."""
         batch: list[tuple[type, list[str], list, list[str]]] = []
         if self._doc_rows:
             batch.append((Document, DOCUMENT_COLUMNS, self._doc_rows, DOCUMENT_TYPES))
             self._doc_rows = []
-        # Language ids of this batch are computed in the workers while the next batch is read: the sentences go out
-        # one flush later (the foreign keys of gold pairs are checked at commit, so the order does not matter).
+        # Language ids of this batch are computed in the workers while the next batch is read: its sentences go out
+        # one flush later, and its gold pairs with them (foreign keys are checked as each COPY ends, and a gold pair
+        # refers to sentences of its own batch or earlier ones).
         if self._lang_pending is not None:
-            detected, rows = self._lang_pending
+            analysis, columns, gold = self._lang_pending
             self._lang_pending = None
-            rows = [(*row, h, code) for row, (code, h) in zip(rows, detected(), strict=True)]
-            batch.append((Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES))
+            batch += self._sentence_parts(columns, analysis(), gold)
+        gold, self._gold = self._gold, []
         if self._sent_ids:
-            texts = self._sent_texts
-            detected = self._detector.submit(texts)
-            rows = list(zip(self._sent_ids, [self.corpus.pk] * len(texts), self._sent_docs, self._sent_langs,
-                            self._sent_pos, texts, strict=True))
-            if final:
-                rows = [(*row, h, code) for row, (code, h) in zip(rows, detected(), strict=True)]
-                batch.append((Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES))
-            else:
-                self._lang_pending = (detected, rows)
+            analysis = self._detector.submit(self._sent_texts)
+            columns = (self._sent_ids, self._sent_docs, self._sent_langs, self._sent_pos, self._sent_texts)
             self._sent_ids, self._sent_docs, self._sent_langs, self._sent_pos, self._sent_texts = [], [], [], [], []
+            if final:
+                batch += self._sentence_parts(columns, analysis(), gold)
+            else:
+                self._lang_pending = (analysis, columns, gold)
+        elif gold:
+            batch += self._sentence_parts(None, None, gold)
         if self._gold_docs:
             batch.append((GoldDocumentPair, PAIR_COLUMNS, self._gold_docs, PAIR_TYPES))
             self._gold_docs = []
-        if self._gold:
-            cid = self.corpus.pk
-            batch.append((GoldSentencePair, PAIR_COLUMNS, [(cid, s, t) for s, t in self._gold], PAIR_TYPES))
-            self._gold = []
         self._wait()
-        if len(self._ids) < self.batch_size:  # refill while no COPY holds the connection
-            self._ids = np.concatenate([self._ids, reserve_ids(Sentence, self.batch_size - len(self._ids))])
+        if len(self._free_ids) < self.batch_size:  # refill while no COPY holds the connection
+            self._reserve_sentence_ids(self.batch_size - len(self._free_ids))
         if batch:
             raw = connection.connection
             self._pending = self._copier.submit(_copy_batch, raw, batch)
+
+    def _sentence_parts(self, columns: tuple[list, ...] | None, analysis: Analysis | None,
+                        gold: list[tuple[int, int]]) -> list[tuple[type, list[str], list, list[str]]]:
+        """COPY parts for a batch of sentences with their language ids and hashes, then the gold pairs that refer
+        to them."""
+        parts = []
+        if columns is not None and analysis is not None:
+            ids, docs, langs, positions, texts = columns
+            codes, hashes = analysis
+            rows = list(zip(ids, repeat(self.corpus.pk, len(ids)), docs, langs, positions, texts, hashes, codes,
+                            strict=True))
+            parts.append((Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES))
+        if gold:
+            cid = self.corpus.pk
+            parts.append((GoldSentencePair, PAIR_COLUMNS, [(cid, s, t) for s, t in gold], PAIR_TYPES))
+        return parts
 
     def _wait(self) -> None:
         """Wait for the COPY in flight (re-raising its error) and count what it wrote."""

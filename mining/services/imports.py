@@ -6,9 +6,12 @@ corpus keeps exactly what it had), and the job records the error after the rollb
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -101,6 +104,9 @@ def _import(job: ImportJob, reporter: ProgressReporter) -> dict:
         # The commit need not wait for the WAL flush of a bulk import: a crash in that instant loses the import
         # (the job shows it unfinished and it can be re-run), it never leaves half of it.
         cur.execute("SET LOCAL synchronous_commit TO OFF")
+        # Foreign keys are checked as each COPY ends, on the COPY thread while the next batch is read, instead of
+        # all at commit after the last batch; the writer sends rows after the rows they refer to.
+        cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
     corpus = Corpus.objects.filter(name=job.corpus_name).first()
     if corpus is not None and not opts.get("into"):
         raise ImportFailure(f"a corpus named '{job.corpus_name}' exists (import into it with --into)")
@@ -118,9 +124,10 @@ def _import(job: ImportJob, reporter: ProgressReporter) -> dict:
     writer = CorpusWriter(corpus, langid_workers=opts.get("langid_workers", settings.PCAPP_IMPORT_WORKERS),
                           batch_size=opts.get("batch_size", 20_000), progress=tick)
     try:
-        _write(job, writer)
-        reporter.update(stage="finishing", force=True)
-        stats = writer.finish()
+        with _cyclic_gc_paused():
+            _write(job, writer)
+            reporter.update(stage="finishing", force=True)
+            stats = writer.finish()
     finally:
         writer.close()
     if stats["sentences"] == 0:
@@ -130,6 +137,19 @@ def _import(job: ImportJob, reporter: ProgressReporter) -> dict:
     corpus_refresh_stats(corpus=corpus)
     ImportJob.objects.filter(pk=job.pk).update(corpus=corpus)
     return stats
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: an import allocates millions of rows of strings and ints (no cycles;
+    reference counting frees them), and collections triggered by them took ~14% of the importing process's time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _write(job: ImportJob, writer: CorpusWriter) -> None:
