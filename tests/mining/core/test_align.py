@@ -116,3 +116,21 @@ def test_vectorised_dp_matches_a_cell_by_cell_oracle():
         beads = align(src, tgt, slen, tlen)
         assert [(b.src_start, b.src_end, b.tgt_start, b.tgt_end) for b in beads] == \
             _oracle_beads(src, tgt, slen, tlen, AlignConfig())
+
+
+def test_align_runs_on_one_blas_thread_and_restores_the_setting(monkeypatch):
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from mining.core import align as align_module
+
+    def blas_threads() -> list[int]:
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    seen, real = [], align_module._align
+    monkeypatch.setattr(align_module, "_align", lambda *args: seen.append(blas_threads()) or real(*args))
+    src, tgt, _ = _ladder()
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        align(src, tgt, np.full(len(src), 40.0), np.full(len(tgt), 40.0))
+        assert seen and all(n == 1 for n in seen[0])
+        assert blas_threads() == before
