@@ -17,7 +17,7 @@ from django.db import transaction
 from ..core.align import AlignConfig, align, sentence_pairs
 from ..core.candidates import Strategy, mine_candidates
 from ..core.docmatch import HideConfig, HideModel, sentence_avg, train_hide
-from ..core.docvote import aligned_sentence_count, sentence_vote
+from ..core.docvote import VoteForm, aligned_sentence_count, document_positions, sentence_vote
 from ..core.knn import knn_both, knn_method_for, knn_search
 from ..core.margin import Margin
 from ..models import (
@@ -91,7 +91,7 @@ def _doc_model(run: MiningRun) -> HideModel:
 def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Match documents of run.src_lang to documents of run.tgt_lang with the method in run.params."""
     params = {"method": "hide", "k": 4, "margin": "ratio", "strategy": "max_score", "neighbours": 10,
-              "w1": 5.0, "w2": -2.0, **run.params}
+              "w1": 5.0, "w2": -2.0, "vote_form": VoteForm.COUNTED.value, **run.params}
     if params["method"] not in METHODS:
         raise ValueError(f"unknown document method '{params['method']}' (known: {', '.join(METHODS)})")
     if run.encoder is None:
@@ -136,9 +136,12 @@ def match(params: dict, src: DocSide, tgt: DocSide, s_emb: np.ndarray, t_emb: np
         if method == "count":
             scores = aligned_sentence_count(ids, src_doc_of, tgt_doc_of, n_tgt_docs=len(tgt.doc_ids))
         else:
-            scores = sentence_vote(ids, sims, src_doc_of, src.positions, tgt_doc_of, tgt.positions,
-                                   n_tgt_docs=len(tgt.doc_ids), w1=float(params["w1"]), w2=float(params["w2"]),
-                                   confidence=vote.f1(s_emb, t_emb, sims, ids) if vote else None)
+            form = VoteForm(params.get("vote_form", VoteForm.COUNTED.value))
+            scores = sentence_vote(ids, sims, src_doc_of, document_positions(src.offsets, form), tgt_doc_of,
+                                   document_positions(tgt.offsets, form), n_tgt_docs=len(tgt.doc_ids),
+                                   w1=float(params["w1"]), w2=float(params["w2"]),
+                                   confidence=vote.f1(s_emb, t_emb, sims, ids) if vote else None,
+                                   form=form)
         best = scores.best()
         f1 = {"f1": vote.label if vote else "cosine"} if method == "sentence_vote" else {}
         return [(int(s), int(t), 0.0, float(v), method, {"votes": int(n), **f1})
