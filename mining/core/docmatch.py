@@ -66,6 +66,13 @@ class HideConfig:
 
     On a CPU and a few thousand document pairs the paper's plain SGD at 1e-4 barely moves in minutes; Adam at 1e-3
     is the default here (`optimizer="sgd", lr=1e-4` reproduces the paper's setting).
+
+    `crops`: the paper trained on 86k UN document pairs; with hundreds, HiDE overfits and falls below Sentence-Avg.
+    Each training pair also gives `crops` proportional crops (the same random share [f0, f1) of both documents, at
+    least `min_crop` of each), drawn once from the seed: more, shorter, loosely aligned pairs, no extra memory (a crop
+    is a row range). Crops assume translations keep their original's order (set 0 where they do not). On GIMP manual
+    pages en-fr (342 training pairs + their re-split, 343 test pages, noisy split) HiDE DNN->pooling went from P@1
+    98.3 without crops (30 epochs) to 100.0 with 8 (10 epochs); Sentence-Avg 97.7.
     """
 
     hidden: tuple[int, ...] = (320, 320, 500, 500)
@@ -75,7 +82,9 @@ class HideConfig:
     optimizer: str = "adam"
     margin: float = 0.5
     scale: float = 20.0
-    epochs: int = 30
+    epochs: int = 10
+    crops: int = 8
+    min_crop: float = 0.2
 
 
 class HideTower(nn.Module):
@@ -144,12 +153,38 @@ class HideModel(nn.Module):
         return model
 
 
-def _take_docs(emb: np.ndarray, offsets: np.ndarray, docs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows and offsets of a batch of documents (in the given order)."""
-    lengths = offsets[docs + 1] - offsets[docs]
-    rows = np.concatenate([np.arange(offsets[d], offsets[d + 1]) for d in docs]) if len(docs) else np.empty(0, int)
+def _take_docs(emb: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+               docs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows and offsets of a batch of documents (row ranges starts[d]:ends[d], in the given order)."""
+    lengths = ends[docs] - starts[docs]
+    rows = np.concatenate([np.arange(starts[d], ends[d]) for d in docs]) if len(docs) else np.empty(0, int)
     new_off = np.concatenate([[0], np.cumsum(lengths)])
     return torch.from_numpy(np.ascontiguousarray(emb[rows], dtype=np.float32)), torch.from_numpy(new_off)
+
+
+def document_crops(src_offsets: np.ndarray, tgt_offsets: np.ndarray, n_crops: int, rng: np.random.Generator, *,
+                   min_share: float = 0.2) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(src_starts, src_ends, tgt_starts, tgt_ends) of the aligned pairs plus `n_crops` proportional crops of each.
+
+    A crop takes the same share [f0, f1) of both documents (f1 - f0 >= min_share, at least one row per side), so a
+    crop pair is roughly parallel wherever the translation keeps the order of its original. Empty documents give no
+    crops."""
+    s0, s1 = src_offsets[:-1].astype(np.int64), src_offsets[1:].astype(np.int64)
+    t0, t1 = tgt_offsets[:-1].astype(np.int64), tgt_offsets[1:].astype(np.int64)
+    keep = np.repeat((s1 > s0) & (t1 > t0), n_crops)
+    f0 = rng.uniform(0.0, 1.0 - min_share, size=len(s0) * n_crops)
+    f1 = f0 + min_share + rng.uniform(0.0, 1.0, size=len(f0)) * (1.0 - min_share - f0)
+
+    def cut(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a, b = np.repeat(a, n_crops), np.repeat(b, n_crops)
+        lo = a + np.floor(f0 * (b - a)).astype(np.int64)
+        hi = np.maximum(a + np.floor(f1 * (b - a)).astype(np.int64), lo + 1)
+        return lo[keep], np.minimum(hi, b)[keep]
+
+    cs, ce = cut(s0, s1)
+    ct, cte = cut(t0, t1)
+    return (np.concatenate([s0, cs]), np.concatenate([s1, ce]), np.concatenate([t0, ct]),
+            np.concatenate([t1, cte]))
 
 
 def train_hide(
@@ -165,6 +200,9 @@ def train_hide(
     if n != len(tgt_offsets) - 1 or n < 2:
         raise ValueError(f"need the same number (>= 2) of source and target documents, got {n} and "
                          f"{len(tgt_offsets) - 1}")
+    s_start, s_end, t_start, t_end = document_crops(src_offsets, tgt_offsets, config.crops,
+                                                    np.random.default_rng(seed), min_share=config.min_crop)
+    n = len(s_start)
     gen = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
@@ -180,8 +218,8 @@ def train_hide(
             docs = order[start:start + config.batch_size]
             if len(docs) < 2:
                 continue
-            s_rows, s_off = _take_docs(src_emb, src_offsets, docs)
-            t_rows, t_off = _take_docs(tgt_emb, tgt_offsets, docs)
+            s_rows, s_off = _take_docs(src_emb, s_start, s_end, docs)
+            t_rows, t_off = _take_docs(tgt_emb, t_start, t_end, docs)
             u = model.doc_vectors(s_rows, s_off, "src")
             v = model.doc_vectors(t_rows, t_off, "tgt")
             loss = additive_margin_softmax_loss(u, v, margin=config.margin, scale=config.scale)

@@ -47,7 +47,9 @@ def test_hide_learns_to_match_documents_and_round_trips(tmp_path, pooling):
     torch.set_num_threads(1)
     rot = np.linalg.qr(np.random.default_rng(5).normal(size=(16, 16)))[0]
     s, so, t, to = _docs(300, 1, rot)
-    cfg = HideConfig(hidden=(32, 32, 48, 48), batch_size=50, epochs=30, lr=3e-3, pooling=pooling.value, margin=0.3)
+    # crops=0: these targets shuffle their sentences, so proportional crops would not be parallel
+    cfg = HideConfig(hidden=(32, 32, 48, 48), batch_size=50, epochs=30, lr=3e-3, pooling=pooling.value, margin=0.3,
+                     crops=0)
     model = train_hide(s, so, t, to, config=cfg, seed=0)
     s2, so2, t2, to2 = _docs(100, 2, rot)
     u, v = model.embed(s2, so2, "src"), model.embed(t2, to2, "tgt")
@@ -65,3 +67,22 @@ def test_hide_training_is_seeded():
     a = train_hide(s, so, t, to, config=cfg, seed=7).embed(s, so, "src")
     b = train_hide(s, so, t, to, config=cfg, seed=7).embed(s, so, "src")
     np.testing.assert_array_equal(a, b)
+
+
+def test_document_crops_are_proportional_row_ranges_inside_each_pair():
+    from mining.core.docmatch import document_crops
+
+    src_off, tgt_off = np.array([0, 10, 10, 40]), np.array([0, 20, 25, 31])  # doc 1 is empty on the source side
+    s0, s1, t0, t1 = document_crops(src_off, tgt_off, 5, np.random.default_rng(0), min_share=0.2)
+    np.testing.assert_array_equal(s0[:3], src_off[:-1])  # the aligned pairs come first, unchanged
+    np.testing.assert_array_equal(t1[:3], tgt_off[1:])
+    assert len(s0) == 3 + 2 * 5  # no crops of the pair with an empty side
+    crop = slice(3, None)
+    doc = np.repeat([0, 2], 5)
+    assert np.all(s1[crop] > s0[crop]) and np.all(t1[crop] > t0[crop])
+    assert np.all(s0[crop] >= src_off[doc]) and np.all(s1[crop] <= src_off[doc + 1])
+    assert np.all(t0[crop] >= tgt_off[doc]) and np.all(t1[crop] <= tgt_off[doc + 1])
+    # the same share of both sides: start fractions agree to within one row of either document
+    fs = (s0[crop] - src_off[doc]) / (src_off[doc + 1] - src_off[doc])
+    ft = (t0[crop] - tgt_off[doc]) / (tgt_off[doc + 1] - tgt_off[doc])
+    assert np.all(np.abs(fs - ft) <= 1 / 6 + 1e-9)
