@@ -5,13 +5,18 @@ Origins (kept apart so benchmarks can train on one and test on another):
   django           Django's own catalogues (.po) inside the installed PyPI package
   gimp-help        the GIMP user manual, Debian packages gimp-help-<lang> (HTML)
   debian-reference the Debian Reference manual, Debian packages debian-reference-<lang> (HTML)
+  manpages         manual pages translated by manpages-l10n (Debian packages manpages-<lang>) and their English
+                   originals installed on the machine (manpages and the packages the commands come from), rendered
+                   with man(1)
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import re
+import subprocess
 import unicodedata
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -24,6 +29,9 @@ DOC_COLLECTIONS = {
     "gimp-help": {"root": "/usr/share/gimp/2.0/help/{lang}", "pattern": "*.html", "packages": "gimp-help-{lang}"},
     "debian-reference": {"root": "/usr/share/debian-reference", "pattern": "*.{lang}.html",
                          "packages": "debian-reference-{lang}"},
+    "manpages": {"root": "/usr/share/man", "pattern": "man[1-8]/*.gz", "packages": "manpages-{lang}",
+                 "en_packages": "manpages",
+                 "renderer": "man"},
 }
 
 
@@ -105,9 +113,43 @@ def html_blocks(path: Path) -> tuple[str, list[str]]:
     return parser.title, parser.blocks
 
 
+def man_blocks(path: Path) -> tuple[str, list[str]]:
+    """(title, blocks) of a manual page rendered by man(1) without hyphenation or justification.
+
+    A block is a run of non-blank lines at the same indentation (a heading, a paragraph, an option's name, its
+    description); the page's header and footer lines are dropped. An empty list when man cannot render it."""
+    env = {**os.environ, "MANWIDTH": "1000", "MAN_KEEP_FORMATTING": "0", "LC_ALL": "C.UTF-8"}
+    try:
+        out = subprocess.run(["man", "--nh", "--nj", "-E", "UTF-8", "-l", str(path)], capture_output=True,
+                             env=env, timeout=60, check=False).stdout.decode("utf-8", errors="replace")
+        text = subprocess.run(["col", "-b"], input=out.encode("utf-8"), capture_output=True, timeout=60,
+                              check=False).stdout.decode("utf-8", errors="replace")
+    except (OSError, subprocess.TimeoutExpired):
+        return "", []
+    lines = text.splitlines()[1:-1]  # header "LS(1) ... LS(1)" and footer
+    blocks: list[str] = []
+    buf: list[str] = []
+    indent = None
+    for line in lines + [""]:
+        stripped = line.strip()
+        ind = len(line) - len(line.lstrip()) if stripped else None
+        if buf and (not stripped or ind != indent):
+            blocks.append(clean(" ".join(buf)))
+            buf = []
+        if stripped:
+            buf.append(stripped)
+            indent = ind
+    title = next((b for i, b in enumerate(blocks[1:2]) if i == 0), "")  # the NAME line: "ls - list directory"
+    return title, [b for b in blocks if b]
+
+
 def collection_files(collection: str, lang: str) -> dict[str, Path]:
-    """Document id (shared across languages) -> HTML path."""
+    """Document id (shared across languages) -> source path (HTML page or manual page)."""
     spec = DOC_COLLECTIONS[collection]
+    if spec.get("renderer") == "man":
+        root = Path(spec["root"]) if lang == "en" else Path(spec["root"]) / lang
+        # Aliases (symbolic links) would duplicate documents: only real files count.
+        return {str(p.relative_to(root)): p for p in sorted(root.glob(spec["pattern"])) if not p.is_symlink()}
     root = Path(spec["root"].format(lang=lang))
     if not root.is_dir():
         return {}

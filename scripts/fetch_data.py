@@ -2,7 +2,7 @@
 
     python scripts/fetch_data.py all            # install what is missing, then build everything
     python scripts/fetch_data.py sentences      # sentence pairs from gettext catalogues (+ the manuals' aligned pairs)
-    python scripts/fetch_data.py documents      # document collections (GIMP manual, Debian Reference)
+    python scripts/fetch_data.py documents      # document collections (GIMP manual, Debian Reference, man pages)
     python scripts/fetch_data.py describe       # what is on disk
 
 Nothing is downloaded except Debian packages through apt (it says which) and what pip installed. Output goes to
@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -30,6 +31,7 @@ from scripts.data_sources import (  # noqa: E402
     catalogue_pairs,
     collection_files,
     html_blocks,
+    man_blocks,
     normalised,
 )
 
@@ -93,19 +95,26 @@ def build_documents(langs: list[str], collections: list[str]) -> None:
 
     for collection in collections:
         spec = DOC_COLLECTIONS[collection]
-        apt_install([spec["packages"].format(lang=lang) for lang in ["en", *langs]])
+        apt_install([spec.get("en_packages", spec["packages"]).format(lang="en"),
+                     *(spec["packages"].format(lang=lang) for lang in langs)])
         folder = data_dir() / "documents" / collection
         folder.mkdir(parents=True, exist_ok=True)
+        files = {lang: collection_files(collection, lang) for lang in langs}
+        # English originals: only those with a translation (the man page collection holds every installed page).
+        wanted = set().union(*(set(f) for f in files.values()))
+        files["en"] = {k: v for k, v in collection_files(collection, "en").items() if k in wanted}
+        render = man_blocks if spec.get("renderer") == "man" else html_blocks
         parsed: dict[str, dict[str, tuple[str, list[str]]]] = {}
         for lang in ["en", *langs]:
-            files = collection_files(collection, lang)
-            parsed[lang] = {doc_id: html_blocks(path) for doc_id, path in files.items()}
+            with ThreadPoolExecutor(max(1, min(2, os.cpu_count() or 1))) as pool:  # man(1) runs as a subprocess
+                parsed[lang] = dict(zip(files[lang], pool.map(render, files[lang].values()), strict=True))
+            files_lang = files[lang]
             with (folder / f"{lang}.jsonl").open("w", encoding="utf-8") as out:
                 for doc_id, (title, blocks) in parsed[lang].items():
                     sentences = [s.strip() for b in blocks for s in sentencex.segment(lang, b) if s.strip()]
                     if sentences:
                         out.write(json.dumps({"id": doc_id, "lang": lang, "title": title,
-                                              "url": str(files[doc_id]), "sentences": sentences,
+                                              "url": str(files_lang[doc_id]), "sentences": sentences,
                                               "blocks": blocks}, ensure_ascii=False) + "\n")
             print(f"{collection} [{lang}]: {len(parsed[lang])} documents")
         for lang in langs:
