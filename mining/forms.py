@@ -16,7 +16,8 @@ STRATEGY_CHOICES = [
 ]
 DOC_METHOD_CHOICES = [
     ("sentence_avg", "Sentence-Avg embeddings"), ("hide", "HiDE (needs a trained document model)"),
-    ("sentence_vote", "Sentence vote"), ("count", "Aligned-sentence count"),
+    ("bow", "Document BoW (needs a trained document model)"), ("sentence_vote", "Sentence vote"),
+    ("count", "Aligned-sentence count"),
 ]
 LABEL_STATES = [("", "Any"), ("unlabelled", "Unlabelled"), ("good", "Labelled GOOD"), ("bad", "Labelled BAD")]
 

@@ -2,8 +2,8 @@
 embeddings. Documents are a flat (n_sentences, d) array plus `offsets` (n_docs + 1): document i owns rows
 offsets[i]:offsets[i + 1]; segment sums replace padding, so documents of any length batch without masks.
 
-Document BoW (a DAN over the document's words) reuses the sentence DAN (`encoders.dan_train.train_dan`) on whole
-documents; retrieval reuses `knn` and `candidates`.
+Document BoW (a DAN over the document's unigrams) and the one interface all document embeddings share are in
+`docembed`; retrieval reuses `knn` and `candidates`.
 """
 
 from __future__ import annotations

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.docembed import Documents, Side, document_bow_config, train_document_bow
 from ..core.docmatch import HideConfig, Pooling, sentence_avg, train_hide
 from ..core.docvote import VoteForm, aligned_sentence_count, document_positions, sentence_vote
 from ..core.encoders.dan import DanConfig
-from ..core.encoders.dan_train import train_dan
 from ..core.knn import knn_exact
 from ..core.metrics import precision_at
 
@@ -123,7 +123,7 @@ class Models:
     """Document models trained on documents other than the evaluated ones (None: that row is skipped)."""
 
     hide: dict[str, object] = field(default_factory=dict)  # pooling value -> HideModel
-    bow: object | None = None  # DanEncoder over whole documents
+    bow: object | None = None  # docembed.DocumentBow (a unigram DAN over whole documents)
 
 
 def train_models(train_src: Collection, train_tgt: Collection, *, hide_config: HideConfig | None = None,
@@ -145,16 +145,15 @@ def train_models(train_src: Collection, train_tgt: Collection, *, hide_config: H
         hide[pooling.value] = train_hide(s_emb, s_off, t_emb, t_off, config=cfg, seed=seed)
     bow_model = None
     if bow:
-        bow_model = train_dan(train_src.texts(), train_tgt.texts(), src_lang=train_src.lang,
-                              tgt_lang=train_tgt.lang, config=bow_config or bow_defaults(), seed=seed,
-                              hard_negatives=False)
+        bow_model = train_document_bow(train_src.texts(), train_tgt.texts(), train_src.lang, train_tgt.lang,
+                                       bow_config or bow_defaults(), seed, threads=None)
     return Models(hide, bow_model)
 
 
 def bow_defaults() -> DanConfig:
     """Document BoW settings: the paper's DAN (hidden 320, 320, 500, 500) with small batches, since document pairs
-    number hundreds rather than millions."""
-    return DanConfig(batch_size=32, epochs=40, hard_epochs=0, margin=0.3)
+    number hundreds rather than millions; unigrams only (`docembed.document_bow_config`)."""
+    return document_bow_config()
 
 
 def _concat_offsets(parts: Sequence[np.ndarray]) -> np.ndarray:
@@ -178,8 +177,8 @@ def evaluate_methods(src: Collection, tgt: Collection, gold: np.ndarray, models:
     out[SENTENCE_AVG] = precision_at(ranking(sentence_avg(src.emb, src.offsets), sentence_avg(tgt.emb, tgt.offsets)),
                                      gold, NS)
     if models.bow is not None:
-        u = models.bow.encode(src.texts(), src.lang)
-        v = models.bow.encode(tgt.texts(), tgt.lang)
+        u = models.bow.embed_documents(Documents(src.offsets, src.sentences), Side.SOURCE)
+        v = models.bow.embed_documents(Documents(tgt.offsets, tgt.sentences), Side.TARGET)
         out[DOC_BOW] = precision_at(ranking(u, v), gold, NS)
     for name, pooling in ((HIDE_DNN_POOL, Pooling.DNN_POOL), (HIDE_POOL_DNN, Pooling.POOL_DNN)):
         model = models.hide.get(pooling.value)

@@ -1,11 +1,13 @@
-"""Document runs: match documents (Sentence-Avg, HiDE, sentence-vote, count baseline), align matched pairs into
-sentence pairs, and train HiDE on a corpus's gold document pairs.
+"""Document runs: match documents (Sentence-Avg, HiDE, Document BoW, sentence-vote, count baseline), align matched
+pairs into sentence pairs, and train a document model (HiDE or Document BoW) on a corpus's gold document pairs.
 
-The numeric work is in mining.core (docmatch, docvote, align, knn, candidates); this module loads, calls and saves.
+The numeric work is in mining.core (docembed, docmatch, docvote, align, knn, candidates); this module loads, calls and
+saves.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +18,19 @@ from django.db import transaction
 
 from ..core.align import AlignConfig, align, sentence_pairs
 from ..core.candidates import Strategy, mine_candidates
-from ..core.docmatch import HideConfig, HideModel, sentence_avg, train_hide
+from ..core.docembed import (
+    DocumentBow,
+    DocumentEmbedder,
+    Documents,
+    Hide,
+    SentenceAvg,
+    Side,
+    document_bow_config,
+    train_document_bow,
+)
+from ..core.docmatch import HideConfig, HideModel, train_hide
 from ..core.docvote import VoteForm, aligned_sentence_count, document_positions, sentence_vote
+from ..core.encoders.dan import DanConfig
 from ..core.knn import knn_both, knn_method_for, knn_search
 from ..core.margin import Margin
 from ..models import (
@@ -38,7 +51,16 @@ from .progress import ProgressReporter
 from .runs import register_run_handler, run_record_timing
 from .vote_calibration import VoteCalibration, vote_calibration
 
-METHODS = ("sentence_avg", "hide", "sentence_vote", "count")
+METHODS = ("sentence_avg", "hide", "bow", "sentence_vote", "count")
+DOC_MODELS = ("hide", "bow")  # TRAIN_DOC_MODEL's params.model; also the artefact names
+
+
+def check_doc_model_params(model: str, params: dict) -> None:
+    """Raise ValueError for a TRAIN_DOC_MODEL parameter that `model`'s training would not read."""
+    config = HideConfig if model == "hide" else DanConfig
+    unknown = set(params) - {f.name for f in dataclasses.fields(config)} - {"seed", "model"}
+    if unknown:
+        raise ValueError(f"unknown {model} training parameters: {', '.join(sorted(unknown))}")
 
 
 @dataclass(frozen=True)
@@ -77,13 +99,19 @@ def _embed(run: MiningRun, corpus: Corpus, lang: str, side: DocSide, reporter: P
                       ids=side.sent_ids, texts=side.texts, progress=reporter.progress, variant="by-document")
 
 
-def _doc_model(run: MiningRun) -> HideModel:
-    artefact = Artefact.objects.filter(pk=run.params.get("doc_model")).first() if run.params.get("doc_model") else \
-        Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name="hide", src_lang=run.src_lang,
-                                tgt_lang=run.tgt_lang).order_by("-version").first()
+def _doc_model(run: MiningRun, name: str) -> HideModel | DocumentBow:
+    """The run's document model `name` ("hide" or "bow"): params.doc_model (an artefact id), else the latest one
+    trained for the run's language pair."""
+    label = {"hide": "HiDE", "bow": "Document BoW"}[name]
+    models = Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name=name)
+    artefact = models.filter(pk=run.params["doc_model"]).first() if run.params.get("doc_model") else \
+        models.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).order_by("-version").first()
     if artefact is None:
-        raise ValueError(f"no trained HiDE model for {run.src_lang}-{run.tgt_lang}: train one first "
-                         "(manage.py train_doc_model)")
+        raise ValueError(f"no trained {label} model for {run.src_lang}-{run.tgt_lang}"
+                         f"{' with id ' + str(run.params['doc_model']) if run.params.get('doc_model') else ''}: "
+                         f"train one first (manage.py match_documents --method {name} --train)")
+    if name == "bow":
+        return DocumentBow.load(artefact_path(artefact), threads=settings.PCAPP_COMPUTE_THREADS)
     return HideModel.load(artefact_path(artefact))
 
 
@@ -101,12 +129,14 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     if len(src.doc_ids) == 0 or len(tgt.doc_ids) == 0:
         raise ValueError(f"nothing to match: {len(src.doc_ids)} '{run.src_lang}' and {len(tgt.doc_ids)} "
                          f"'{run.tgt_lang}' documents")
-    t0 = time.perf_counter()
-    reporter.update(stage="embed-src", done=0, total=len(src.texts), force=True)
-    s_emb = _embed(run, run.src_corpus, run.src_lang, src, reporter)
-    reporter.update(stage="embed-tgt", done=0, total=len(tgt.texts), force=True)
-    t_emb = _embed(run, run.tgt_corpus, run.tgt_lang, tgt, reporter)
-    run_record_timing(run=run, stage="embed", seconds=time.perf_counter() - t0)
+    s_emb = t_emb = None  # Document BoW reads the words, not sentence embeddings
+    if params["method"] != "bow":
+        t0 = time.perf_counter()
+        reporter.update(stage="embed-src", done=0, total=len(src.texts), force=True)
+        s_emb = _embed(run, run.src_corpus, run.src_lang, src, reporter)
+        reporter.update(stage="embed-tgt", done=0, total=len(tgt.texts), force=True)
+        t_emb = _embed(run, run.tgt_corpus, run.tgt_lang, tgt, reporter)
+        run_record_timing(run=run, stage="embed", seconds=time.perf_counter() - t0)
     reporter.update(stage="match", force=True)
     t0 = time.perf_counter()
     vote = vote_calibration(run) if params["method"] == "sentence_vote" else None
@@ -118,14 +148,15 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
             **(vote.summary() if vote else {})}
 
 
-def match(params: dict, src: DocSide, tgt: DocSide, s_emb: np.ndarray, t_emb: np.ndarray,
-          run: MiningRun | None = None, *, doc_model: HideModel | None = None,
+def match(params: dict, src: DocSide, tgt: DocSide, s_emb: np.ndarray | None, t_emb: np.ndarray | None,
+          run: MiningRun | None = None, *, doc_model: HideModel | DocumentBow | None = None,
           vote: VoteCalibration | None = None) -> list[tuple[int, int, float, float, str, dict]]:
     """(src doc index, tgt doc index, cosine, score, strategy, evidence) for the chosen method.
 
     Sentence-vote uses `vote`'s calibrated confidence as f1 when it has a model, else the normalised cosine.
-    HiDE uses `doc_model` when given, else the run's trained model. kNN is exact up to `knn_method_for`'s size
-    (query x base rows), IVF above it: 10k documents x 30 sentences a side is 9e10 pairs, ~1e14 flops exact.
+    HiDE and Document BoW use `doc_model` when given, else the run's trained model; Document BoW needs no sentence
+    embeddings (`s_emb`, `t_emb` may be None). kNN is exact up to `knn_method_for`'s size (query x base rows), IVF
+    above it: 10k documents x 30 sentences a side is 9e10 pairs, ~1e14 flops exact.
     """
     method = params["method"]
     if method in ("sentence_vote", "count"):
@@ -146,11 +177,23 @@ def match(params: dict, src: DocSide, tgt: DocSide, s_emb: np.ndarray, t_emb: np
         f1 = {"f1": vote.label if vote else "cosine"} if method == "sentence_vote" else {}
         return [(int(s), int(t), 0.0, float(v), method, {"votes": int(n), **f1})
                 for s, t, v, n in zip(best.src_doc, best.tgt_doc, best.score, best.n_votes, strict=True)]
-    if method == "hide":
-        model = _doc_model(run) if doc_model is None else doc_model
-        u, v = model.embed(s_emb, src.offsets, "src"), model.embed(t_emb, tgt.offsets, "tgt")
-    else:
-        u, v = sentence_avg(s_emb, src.offsets), sentence_avg(t_emb, tgt.offsets)
+    embedder = _embedder(method, run, doc_model)
+    # A side may come without its texts (`texts=[]`, as bench/document_speed.py builds them): embeddings only.
+    u = embedder.embed_documents(Documents(src.offsets, src.texts or None, s_emb), Side.SOURCE)
+    v = embedder.embed_documents(Documents(tgt.offsets, tgt.texts or None, t_emb), Side.TARGET)
+    return _retrieve(params, u, v, method)
+
+
+def _embedder(method: str, run: MiningRun | None, doc_model: HideModel | DocumentBow | None) -> DocumentEmbedder:
+    """The document embedder of an embedding method (sentence_avg, hide, bow)."""
+    if method == "sentence_avg":
+        return SentenceAvg()
+    model = _doc_model(run, method) if doc_model is None else doc_model
+    return Hide(model) if isinstance(model, HideModel) else model
+
+
+def _retrieve(params: dict, u: np.ndarray, v: np.ndarray, method: str) -> list[tuple]:
+    """Margin-scored candidates between document embeddings (the sentence-mining kNN, margin and strategy)."""
     k = int(params["k"])
     knn = knn_both(u, v, min(k, len(u), len(v)), method=knn_method_for(len(u), len(v)))
     cands = mine_candidates(knn, margin=Margin(params["margin"]), k=min(k, len(u), len(v)),
@@ -249,8 +292,12 @@ def _write_aligned(run: MiningRun, rows: list) -> int:
 
 @register_run_handler(RunKind.TRAIN_DOC_MODEL)
 def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
-    """Train HiDE on the corpus's gold document pairs between run.src_lang and run.tgt_lang."""
-    if run.encoder is None:
+    """Train a document model (params.model: "hide", the default, or "bow") on the corpus's gold document pairs
+    between run.src_lang and run.tgt_lang; store it as the next version of that document-model artefact."""
+    name = run.params.get("model", "hide")
+    if name not in DOC_MODELS:
+        raise ValueError(f"unknown document model '{name}' (known: {', '.join(DOC_MODELS)})")
+    if name == "hide" and run.encoder is None:
         MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
         run.refresh_from_db()
     src, tgt = doc_side(run.src_corpus, run.src_lang), doc_side(run.src_corpus, run.tgt_lang)
@@ -260,7 +307,22 @@ def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
             if s in s_index and t in t_index]
     if len(gold) < 2:
         raise ValueError(f"corpus '{run.src_corpus}' has {len(gold)} gold {run.src_lang}-{run.tgt_lang} document "
-                         "pairs with sentences; HiDE needs at least 2")
+                         f"pairs with sentences; {'HiDE' if name == 'hide' else 'Document BoW'} needs at least 2")
+    train = _train_bow if name == "bow" else _train_hide
+    model, params = train(run, src, tgt, gold, reporter)
+    folder = Path(settings.PCAPP_DATA_DIR) / "models" / "documents" / f"run-{run.pk}"
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save(folder / f"{name}.pt")
+    from .training_runs import artefact_create
+
+    artefact = artefact_create(kind=ArtefactKind.DOC_MODEL, name=name, path=folder / f"{name}.pt", run=run,
+                               params=params, metrics={"train_pairs": len(gold)})
+    return {"artefact_id": artefact.pk, "version": artefact.version, "train_pairs": len(gold)}
+
+
+def _train_hide(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int, int]],
+                reporter: ProgressReporter) -> tuple[HideModel, dict]:
+    """HiDE over the run encoder's sentence embeddings of the gold pairs' documents; (model, artefact params)."""
     reporter.update(stage="embed", force=True)
     s_emb = _embed(run, run.src_corpus, run.src_lang, src, reporter)
     t_emb = _embed(run, run.src_corpus, run.tgt_lang, tgt, reporter)
@@ -273,14 +335,25 @@ def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
     model = train_hide(s_rows, s_off, t_rows, t_off, config=cfg, seed=int(run.params.get("seed", 0)),
                        progress=reporter.progress)
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
-    folder = Path(settings.PCAPP_DATA_DIR) / "models" / "documents" / f"run-{run.pk}"
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save(folder / "hide.pt")
-    from .training_runs import artefact_create
+    return model, {**run.params, "encoder": run.encoder.pk}
 
-    artefact = artefact_create(kind=ArtefactKind.DOC_MODEL, name="hide", path=folder / "hide.pt", run=run,
-                               params={**run.params, "encoder": run.encoder.pk}, metrics={"train_pairs": len(gold)})
-    return {"artefact_id": artefact.pk, "version": artefact.version, "train_pairs": len(gold)}
+
+def _train_bow(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int, int]],
+               reporter: ProgressReporter) -> tuple[DocumentBow, dict]:
+    """Document BoW on the gold pairs' whole texts (no sentence encoder); (model, artefact params).
+
+    DanConfig fields in run.params override `document_bow_config()`'s."""
+    s_texts = Documents(src.offsets, src.texts).texts()
+    t_texts = Documents(tgt.offsets, tgt.texts).texts()
+    known = {f.name for f in dataclasses.fields(DanConfig)}
+    cfg = document_bow_config(**{k: v for k, v in run.params.items() if k in known})
+    reporter.update(stage="train", done=0, force=True)
+    t0 = time.perf_counter()
+    model = train_document_bow([s_texts[i] for i, _ in gold], [t_texts[j] for _, j in gold], run.src_lang,
+                               run.tgt_lang, cfg, int(run.params.get("seed", 0)), progress=reporter.progress,
+                               threads=settings.PCAPP_COMPUTE_THREADS)
+    run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
+    return model, {**cfg.to_dict(), **run.params, "model": "bow"}
 
 
 def _gold_doc_pairs(corpus: Corpus, src_lang: str, tgt_lang: str) -> list[tuple[int, int]]:

@@ -1,9 +1,9 @@
 """The bilingual DAN dual encoder of Guo et al. 2018 (model, encoding, checkpoint files).
 
-Each language has its own tower (no sharing): hashed word-unigram and bigram embeddings, summed and
-divided by sqrt(n) (n = number of features), then a residual feed-forward net (320, 320, 500, 500;
-ReLU on the first three, a skip connection wherever the width is unchanged) and a linear projection to
-the 512-d embedding, L2-normalised. Training lives in ``dan_train``.
+Each language has its own tower (no sharing): hashed word-unigram and bigram embeddings (unigrams only with
+``bigrams=False``), summed and divided by sqrt(n) (n = number of features), then a residual feed-forward net
+(320, 320, 500, 500; ReLU on the first three, a skip connection wherever the width is unchanged) and a linear
+projection to the 512-d embedding, L2-normalised. Training lives in ``dan_train``.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class DanConfig:
         scale: multiplies the cosine scores before the softmax (a temperature).
         mining_batch_size: queries per kNN call when mining hard negatives.
         checkpoint_every: also checkpoint every this many steps (0: only at epoch ends).
+        bigrams: hash word bigrams besides unigrams (False: a bag of unigrams, as Document BoW uses).
     """
 
     n_buckets: int = 2**18
@@ -76,6 +77,7 @@ class DanConfig:
     scale: float = 20.0
     mining_batch_size: int = 4096
     checkpoint_every: int = 0
+    bigrams: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
@@ -92,8 +94,12 @@ class DanConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DanConfig:
-        """Inverse of ``to_dict``; unknown keys are an error."""
+        """Inverse of ``to_dict``; unknown keys are an error (missing ones, from older checkpoints, get defaults)."""
         return cls(**data)
+
+    def hasher(self) -> FeatureHasher:
+        """The feature hasher this configuration's towers read."""
+        return FeatureHasher(self.n_buckets, bigrams=self.bigrams)
 
 
 class DanTower(nn.Module):
@@ -222,7 +228,7 @@ class DanEncoder(SentenceEncoder):
         self.dim = model.config.out_dim
         self.languages = frozenset({self.src_lang, self.tgt_lang})
         self.threads = threads
-        self._hasher = FeatureHasher(model.config.n_buckets)
+        self._hasher = model.config.hasher()
 
     def side_of(self, lang: str) -> Side:
         """The tower that embeds ``lang`` (raises ``UnsupportedLanguage``)."""

@@ -22,7 +22,7 @@ import torch
 from mining.core.encoders.base import Progress
 from mining.core.encoders.dan import DanDualEncoder, DanEncoder, batch_tensors
 from mining.core.encoders.dan_train import _batches, _Corpus, _index_texts, _optimizers
-from mining.core.encoders.tokenize import FeatureHasher, HashedBatch
+from mining.core.encoders.tokenize import HashedBatch
 from mining.core.losses import additive_margin_softmax_loss
 
 logger = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ def fine_tune_dan(
         raise ValueError("fine-tuning needs at least 2 positive pairs (reviewed GOOD or replayed)")
     model = copy.deepcopy(encoder.model).train()
     dense_opt, sparse_opt = _optimizers(model, cfg.lr, cfg.emb_lr)
-    hasher = FeatureHasher(model.config.n_buckets)
+    hasher = model.config.hasher()
     corpus = _Corpus.build([s for s, _ in train_pos], [t for _, t in train_pos], hasher)
     hard_tgt = hasher([t for _, t in train_hard])
     _, t_map = _index_texts([t for _, t in train_pos])

@@ -163,6 +163,15 @@ def _fingerprint(src: Sequence[str], tgt: Sequence[str], langs: tuple[str, str],
     return h.hexdigest()
 
 
+def _config_key(config: DanConfig) -> dict[str, Any]:
+    """The config as fingerprinted: options added later enter only when off their default, so checkpoints written
+    before they existed still resume."""
+    key = config.to_dict()
+    if key["bigrams"]:
+        del key["bigrams"]
+    return key
+
+
 def train_dan(
     src_texts: Sequence[str],
     tgt_texts: Sequence[str],
@@ -200,9 +209,9 @@ def train_dan(
         raise ValueError("need at least 2 pairs (in-batch negatives)")
     use_hard = hard_negatives and config.hard_negatives > 0 and config.hard_epochs > 0
     stages = [(1, config.epochs)] + ([(2, config.hard_epochs)] if use_hard else [])
-    fingerprint = _fingerprint(src_texts, tgt_texts, (src_lang, tgt_lang), (config.to_dict(), seed, use_hard))
+    fingerprint = _fingerprint(src_texts, tgt_texts, (src_lang, tgt_lang), (_config_key(config), seed, use_hard))
 
-    corpus = _Corpus.build(src_texts, tgt_texts, FeatureHasher(config.n_buckets))
+    corpus = _Corpus.build(src_texts, tgt_texts, config.hasher())
     n = len(src_texts)
     per_epoch = max(1, n // config.batch_size)  # as cut by _batches
     total = per_epoch * sum(epochs for _, epochs in stages)

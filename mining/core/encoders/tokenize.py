@@ -1,9 +1,10 @@
 """Fast tokenisation and stable feature hashing for the DAN encoder.
 
-A sentence becomes its lower-cased word unigrams plus its word bigrams, each hashed into one of
-``n_buckets`` rows of an embedding table. Token hashes are 64-bit BLAKE2b digests (stable across processes
-and machines, unlike ``hash()``), memoised per distinct token; bigram hashes are mixed from the two
-unigram hashes in numpy, so the per-token Python work is one regex match and one dict lookup.
+A sentence becomes its lower-cased word unigrams plus (by default) its word bigrams, each hashed into one of
+``n_buckets`` rows of an embedding table; without bigrams the features ignore word order (a bag of words).
+Token hashes are 64-bit BLAKE2b digests (stable across processes and machines, unlike ``hash()``), memoised per
+distinct token; bigram hashes are mixed from the two unigram hashes in numpy, so the per-token Python work is one
+regex match and one dict lookup.
 """
 
 from __future__ import annotations
@@ -82,18 +83,20 @@ class HashedBatch:
 
 
 class FeatureHasher:
-    """Turns sentences into hashed unigram + bigram bucket ids.
+    """Turns sentences into hashed unigram (+ bigram) bucket ids.
 
     Args:
         n_buckets: rows of the embedding table the ids index.
         max_cache: distinct tokens memoised before the cache is reset (bounds memory on huge corpora).
+        bigrams: also hash word bigrams (False: unigrams only, so word order is ignored).
     """
 
-    def __init__(self, n_buckets: int, max_cache: int = 2_000_000) -> None:
+    def __init__(self, n_buckets: int, max_cache: int = 2_000_000, *, bigrams: bool = True) -> None:
         if n_buckets < 2:
             raise ValueError(f"n_buckets must be >= 2, got {n_buckets}")
         self.n_buckets = n_buckets
         self.max_cache = max_cache
+        self.bigrams = bigrams
         self._cache = _HashCache()
 
     def token_hashes(self, tokens: Sequence[str]) -> np.ndarray:
@@ -107,6 +110,11 @@ class FeatureHasher:
         token_lists = [tokenize(t) for t in texts]
         lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
         hashes = self.token_hashes(list(itertools.chain.from_iterable(token_lists)))
+        buckets = np.uint64(self.n_buckets)
+        if not self.bigrams:
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            return HashedBatch((hashes % buckets).astype(np.int64), offsets)
         n, total = len(lengths), int(lengths.sum())
         tok_start = np.zeros(n, dtype=np.int64)
         np.cumsum(lengths[:-1], out=tok_start[1:])
@@ -120,7 +128,6 @@ class FeatureHasher:
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         ids = np.empty(offsets[-1], dtype=np.int64)
-        buckets = np.uint64(self.n_buckets)
         # Unigram j of sentence s goes to offsets[s] + j; bigram j to offsets[s] + lengths[s] + j.
         sent_of_token = np.repeat(np.arange(n, dtype=np.int64), lengths)
         tok_pos = np.arange(total, dtype=np.int64) - tok_start[sent_of_token]

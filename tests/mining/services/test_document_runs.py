@@ -1,10 +1,23 @@
-"""Document runs end to end on a small imported JSONL corpus: train HiDE, match with every method, align."""
+"""Document runs end to end on a small imported JSONL corpus: train HiDE / Document BoW, match with every method,
+align."""
 
+import json
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management.base import CommandError
 
-from mining.models import Artefact, ArtefactKind, DocumentPairCandidate, JobStatus, RunKind, SentencePairCandidate
+from mining.forms import RunStartForm
+from mining.models import (
+    Artefact,
+    ArtefactKind,
+    DocumentPairCandidate,
+    JobStatus,
+    MiningRun,
+    RunKind,
+    SentencePairCandidate,
+)
 from mining.services.execute import execute_run_service
 from mining.services.imports import import_execute, import_job_create
 from mining.services.runs import run_create
@@ -53,6 +66,40 @@ def test_hide_training_then_matching_and_alignment(corpus):
     assert all("bead" in c.evidence for c in cands)
 
 
+TINY_BOW = {"model": "bow", "epochs": 30, "batch_size": 2, "n_buckets": 4096, "emb_dim": 32,
+            "hidden": [32, 32, 48, 48], "out_dim": 32, "lr": 3e-3, "emb_lr": 5e-2}
+
+
+@pytest.mark.django_db
+def test_bow_training_then_matching(corpus):
+    train = _run(kind=RunKind.TRAIN_DOC_MODEL, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=TINY_BOW)
+    artefact = Artefact.objects.get(kind=ArtefactKind.DOC_MODEL, name="bow")
+    assert artefact.params["n_buckets"] == 4096 and not artefact.params["bigrams"]
+    assert train.stats["train_pairs"] == artefact.metrics["train_pairs"] >= 2
+    assert train.encoder is None  # Document BoW reads words, not sentence embeddings
+    assert not Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name="hide").exists()
+    docs = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
+                params={"method": "bow", "k": 2})
+    pairs = list(DocumentPairCandidate.objects.filter(run=docs).select_related("src", "tgt"))
+    assert pairs and all(p.evidence["method"] == "bow" and "fwd_mean" in p.evidence for p in pairs)
+    assert sum(p.src.external_id == p.tgt.external_id for p in pairs) >= 2
+    assert "embed" not in docs.timings
+
+
+@pytest.mark.django_db
+def test_bow_run_without_a_model_and_unknown_model_fail_clearly(corpus):
+    run = run_create(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
+                     params={"method": "bow"}, enqueue=False)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.FAILED and "no trained Document BoW model for en-fr" in run.error
+    run = run_create(kind=RunKind.TRAIN_DOC_MODEL, src_corpus=corpus, src_lang="en", tgt_lang="fr",
+                     params={"model": "lda"}, enqueue=False)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.FAILED and "unknown document model 'lda'" in run.error
+
+
 @pytest.mark.django_db
 def test_unknown_method_fails_clearly(corpus):
     run = run_create(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
@@ -70,3 +117,32 @@ def test_match_and_align_commands(corpus):
     run = DocumentPairCandidate.objects.latest("id").run
     call_command("align_documents", str(run.pk))
     assert SentencePairCandidate.objects.filter(run__parent=run).exists()
+
+
+@pytest.mark.django_db
+def test_match_documents_bow_trains_document_bow_first(corpus):
+    from django.core.management import call_command
+
+    tiny = [f"{k}={json.dumps(v)}" for k, v in TINY_BOW.items() if k != "model"]
+    out = StringIO()
+    call_command("match_documents", "docs", "--src", "en", "--tgt", "fr", "--method", "bow", "--train",
+                 *[arg for p in tiny for arg in ("--train-param", p)], stdout=out)
+    train, docs = MiningRun.objects.order_by("id")
+    assert train.kind == RunKind.TRAIN_DOC_MODEL and train.params["model"] == "bow"
+    assert train.params["n_buckets"] == 4096 and train.params["hidden"] == [32, 32, 48, 48]
+    assert docs.params["method"] == "bow" and DocumentPairCandidate.objects.filter(run=docs).exists()
+    assert Artefact.objects.get(kind=ArtefactKind.DOC_MODEL).name == "bow"
+    with pytest.raises(CommandError, match="unknown bow training parameters: pooling"):
+        call_command("match_documents", "docs", "--src", "en", "--tgt", "fr", "--method", "bow", "--train",
+                     "--train-param", "pooling=dnn_pool")
+    with pytest.raises(CommandError, match="needs --train"):
+        call_command("match_documents", "docs", "--src", "en", "--tgt", "fr", "--train-param", "epochs=1")
+
+
+@pytest.mark.django_db
+def test_run_form_offers_document_bow(corpus):
+    form = RunStartForm(data={"kind": "document", "src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr",
+                              "method": "bow", "knn": "exact", "margin": "ratio", "k": "4",
+                              "strategy": "max_score"})
+    assert form.is_valid(), form.errors
+    assert form.run_kwargs()["params"]["method"] == "bow"
