@@ -96,10 +96,19 @@ class HideTower(nn.Module):
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:], strict=True))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Without autograd the activation and the skip run in place: two fewer (rows, width) buffers per layer, each
+        # freshly page-faulted at 60k rows (~20 % of embedding 300k sentences on 2 cores). Same values either way.
+        in_place = not torch.is_grad_enabled()
         for i, layer in enumerate(self.layers):
             y = layer(x)
-            y = torch.tanh(y) if i == len(self.layers) - 1 else torch.relu(y)
-            x = x + y if y.shape == x.shape else y
+            if i == len(self.layers) - 1:
+                y = torch.tanh_(y) if in_place else torch.tanh(y)
+            else:
+                y = torch.relu_(y) if in_place else torch.relu(y)
+            if y.shape == x.shape:
+                x = y.add_(x) if in_place else x + y
+            else:
+                x = y
         return x
 
 

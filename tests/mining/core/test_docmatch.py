@@ -86,3 +86,15 @@ def test_document_crops_are_proportional_row_ranges_inside_each_pair():
     fs = (s0[crop] - src_off[doc]) / (src_off[doc + 1] - src_off[doc])
     ft = (t0[crop] - tgt_off[doc]) / (tgt_off[doc + 1] - tgt_off[doc])
     assert np.all(np.abs(fs - ft) <= 1 / 6 + 1e-9)
+
+
+def test_hide_inference_in_place_matches_the_autograd_forward():
+    torch.manual_seed(0)
+    model = HideModel(8, HideConfig(hidden=(8, 6, 6)))  # a skip on the first layer too: the input must not change
+    x = torch.randn(40, 8)
+    keep = x.clone()
+    with torch.no_grad():
+        fast = model.towers["src"](x)
+    slow = model.towers["src"](x)
+    torch.testing.assert_close(fast, slow.detach(), rtol=0, atol=0)
+    assert torch.equal(x, keep)
