@@ -80,8 +80,9 @@ class CachedEncoder:
         emb = self.encoder.encode(texts, lang)
         logging.info("%s encoded %d %s texts in %.1f s", self.tag, len(texts), lang, time.perf_counter() - t0)
         CACHE.mkdir(parents=True, exist_ok=True)
-        np.save(f"{path}.tmp.npy", emb)
-        os.replace(f"{path}.tmp.npy", path)
+        tmp = f"{path}.{os.getpid()}.tmp.npy"  # two bench processes may encode the same texts at once
+        np.save(tmp, emb)
+        os.replace(tmp, path)
         return emb
 
 
