@@ -46,8 +46,11 @@ def sentence_avg(emb: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     Empty documents get a zero row (they match nothing).
     """
     offsets = check_offsets(offsets, len(emb))
-    sums = np.add.reduceat(np.asarray(emb, dtype=np.float64), offsets[:-1], axis=0) if len(emb) else \
-        np.zeros((len(offsets) - 1, emb.shape[1]))
+    # float32 sums (a float64 copy of the whole side cost 11-16 s and 1.2 GB at 300k sentences); starts clamped so
+    # trailing empty documents do not index past the end: their rows are zeroed below like other empty ones.
+    starts = np.minimum(offsets[:-1], max(len(emb) - 1, 0))
+    sums = np.add.reduceat(np.asarray(emb, dtype=np.float32), starts, axis=0) if len(emb) else \
+        np.zeros((len(offsets) - 1, emb.shape[1]), np.float32)
     lengths = np.diff(offsets)
     sums[lengths == 0] = 0.0  # reduceat repeats the next row for empty segments
     return _normalise(sums / np.maximum(lengths, 1)[:, None])

@@ -98,3 +98,12 @@ def test_hide_inference_in_place_matches_the_autograd_forward():
     slow = model.towers["src"](x)
     torch.testing.assert_close(fast, slow.detach(), rtol=0, atol=0)
     assert torch.equal(x, keep)
+
+
+def test_sentence_avg_with_trailing_empty_documents():
+    emb = np.eye(3, dtype=np.float32)
+    out = sentence_avg(emb, np.array([0, 2, 3, 3, 3]))
+    np.testing.assert_allclose(out[0], np.array([1, 1, 0]) / np.sqrt(2), atol=1e-6)
+    np.testing.assert_allclose(out[1], [0, 0, 1])
+    np.testing.assert_array_equal(out[2:], 0)
+    assert out.dtype == np.float32
