@@ -75,6 +75,8 @@ if ARGS is not None:
 
 import numpy as np  # noqa: E402
 
+from bench._proc import reset_peak, status_kb  # noqa: E402
+
 
 def _unit(x: np.ndarray) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
@@ -140,32 +142,14 @@ def make_docs(n_docs: int, sents: int, d: int, seed: int, pair_noise: float = 0.
 # --- subprocess side -------------------------------------------------------------------------------------------
 
 
-def _status_kb(name: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(name + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def _reset_peak() -> bool:
-    """Reset the kernel's peak-RSS mark (VmHWM); False where not allowed."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def _timed(fn):
     """Run fn() and return (result, figures dict): wall, CPU, RSS before, peak RSS during."""
-    rss0 = _status_kb("VmRSS")
-    exact_peak = _reset_peak()
+    rss0 = status_kb("VmRSS")
+    exact_peak = reset_peak()
     cpu0, t0 = time.process_time(), time.perf_counter()
     out = fn()
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    peak = _status_kb("VmHWM") if exact_peak else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = status_kb("VmHWM") if exact_peak else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return out, {"wall": wall, "cpu": cpu, "rss_before_mb": rss0 / 1024, "peak_mb": peak / 1024,
                  "peak_kind": "VmHWM" if exact_peak else "ru_maxrss"}
 

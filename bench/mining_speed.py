@@ -64,28 +64,11 @@ import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from bench._proc import reset_peak, status_kb  # noqa: E402
 from mining.core.candidates import Strategy, mine_candidates  # noqa: E402
 from mining.core.knn import knn_both_ways, knn_both_ways_approx, knn_exact  # noqa: E402
 from mining.core.margin import Margin  # noqa: E402
 from mining.core.types import Candidates, KnnResult  # noqa: E402
-
-
-def _rss_kb(field_name: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field_name + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def _reset_peak() -> bool:
-    """Reset the kernel's peak-RSS mark (VmHWM); False where not allowed."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
 
 
 @dataclass
@@ -95,13 +78,13 @@ class Report:
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
         """Time a stage and record its peak RSS (GB)."""
-        exact_peak = _reset_peak()
-        peak = [_rss_kb("VmRSS")]
+        exact_peak = reset_peak()
+        peak = [status_kb("VmRSS")]
         stop = threading.Event()
 
         def sample() -> None:  # fallback when VmHWM cannot be reset
             while not stop.wait(0.02):
-                peak[0] = max(peak[0], _rss_kb("VmRSS"))
+                peak[0] = max(peak[0], status_kb("VmRSS"))
 
         sampler = None if exact_peak else threading.Thread(target=sample, daemon=True)
         if sampler:
@@ -112,7 +95,7 @@ class Report:
         finally:
             dt = time.perf_counter() - t0
             stop.set()
-            peak_kb = _rss_kb("VmHWM") if exact_peak else max(peak[0], _rss_kb("VmRSS"))
+            peak_kb = status_kb("VmHWM") if exact_peak else max(peak[0], status_kb("VmRSS"))
             self.rows.append((name, dt, peak_kb / 2**20))
             print(f"  {name:<52s} {dt:9.2f} s   peak RSS {peak_kb / 2**20:6.2f} GB", flush=True)
 
