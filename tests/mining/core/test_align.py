@@ -47,6 +47,33 @@ def test_recovers_the_hand_made_ladder():
     assert all(b.cosine > 0.9 for b in sentence_pairs(beads))
 
 
+def test_a_weak_pair_is_not_merged_into_its_identical_neighbour():
+    """Manual pages: "3.7." / "Copy and Paste" against "3.7." / "Copier-Coller". The number pairs are identical, the
+    titles only loosely similar; merging a title with the next number (2:2) must not beat two 1:1 beads, or the bead
+    crosses a paragraph boundary. A real split (one sentence translated as two) must still merge."""
+    rng = np.random.default_rng(3)
+    d = 32
+    num = rng.normal(size=(3, d))
+    title = rng.normal(size=(3, d))
+    t_title = 0.55 * title + rng.normal(size=(3, d))  # loose translations: cosine about 0.5
+    src = np.array([num[0], title[0], num[1], title[1], num[2], title[2]])
+    tgt = np.array([num[0], t_title[0], num[1], t_title[1], num[2], t_title[2]])
+    src /= np.linalg.norm(src, axis=1, keepdims=True)
+    tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
+    lengths = np.array([4.0, 14.0] * 3)
+    beads = align(src, tgt, lengths, lengths)
+    assert [(b.src_start, b.src_end, b.tgt_start, b.tgt_end) for b in beads] == [(i, i + 1, i, i + 1) for i in range(6)]
+
+    halves = rng.normal(size=(2, d))
+    whole = halves.sum(0)
+    src2 = np.array([whole, num[0]])
+    tgt2 = np.array([halves[0] + 0.2 * rng.normal(size=d), halves[1] + 0.2 * rng.normal(size=d), num[0]])
+    src2 /= np.linalg.norm(src2, axis=1, keepdims=True)
+    tgt2 /= np.linalg.norm(tgt2, axis=1, keepdims=True)
+    beads = align(src2, tgt2, np.array([40.0, 4.0]), np.array([20.0, 20.0, 4.0]))
+    assert [(b.src_start, b.src_end, b.tgt_start, b.tgt_end) for b in beads] == [(0, 1, 0, 2), (1, 2, 2, 3)]
+
+
 def test_score_alignment_strict_and_lax():
     gold = [(range(0, 1), range(0, 1)), (range(1, 3), range(1, 2))]
     pred = [(range(0, 1), range(0, 1)), (range(1, 2), range(1, 2)), (range(2, 3), range(2, 3))]
