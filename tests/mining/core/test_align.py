@@ -22,9 +22,9 @@ def _ladder(seed: int = 0, d: int = 32):
                 si, ti = si + 1, ti + 1
             continue
         # a merged side's sentences are parts of the concept: halves that add up to it
-        for k, c in enumerate(s_ids):
+        for c in s_ids:
             src.append(concepts[c] + 0.05 * rng.normal(size=d))
-        for k, c in enumerate(t_ids):
+        for c in t_ids:
             tgt.append(concepts[c] + 0.05 * rng.normal(size=d))
         gold.append((range(si, si + len(s_ids)), range(ti, ti + len(t_ids))))
         si, ti = si + len(s_ids), ti + len(t_ids)

@@ -27,7 +27,8 @@ def test_matches_a_slow_reference_on_random_input():
     sd, sp = rng.integers(0, docs, n_src), rng.integers(0, 10, n_src)
     td, tp = rng.integers(0, docs, n_tgt), rng.integers(0, 10, n_tgt)
     conf = rng.uniform(size=(n_src, n))
-    got = sentence_vote(ids, sims, sd, sp, td, tp, n_tgt_docs=docs, confidence=conf, w1=3.0, w2=-0.5, form=VoteForm.PAPER)
+    got = sentence_vote(ids, sims, sd, sp, td, tp, n_tgt_docs=docs, confidence=conf, w1=3.0, w2=-0.5,
+                        form=VoteForm.PAPER)
     ref: dict[tuple[int, int], float] = {}
     for i in range(n_src):
         for r in range(n):
