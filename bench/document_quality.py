@@ -148,7 +148,7 @@ def matching(lang: str, args, encoders: dict[str, CachedEncoder]) -> dict:
           f"{len(noisy_t.sentences) / noisy_t.n_docs:.1f}")
     gold = np.arange(te_s.n_docs)
     hide_cfg = HideConfig(epochs=args.hide_epochs, batch_size=args.hide_batch, lr=args.hide_lr,
-                          margin=args.hide_margin, crops=args.hide_crops)
+                          margin=args.hide_margin, crops=args.hide_crops, skip=args.hide_skip)
     tables = {}
     for enc_name, encode in encoders.items():
         t0 = time.perf_counter()
@@ -326,6 +326,8 @@ def main() -> None:
     parser.add_argument("--hide-lr", type=float, default=HideConfig.lr)
     parser.add_argument("--hide-margin", type=float, default=HideConfig.margin)
     parser.add_argument("--hide-crops", type=int, default=HideConfig.crops)
+    parser.add_argument("--hide-skip", action=argparse.BooleanOptionalAction, default=HideConfig.skip,
+                        help="HiDE towers: a linear path from the input plus a gated adapter (start as Sentence-Avg)")
     parser.add_argument("--test", default="manpages", choices=["manpages", COLLECTION],
                         help="test collection: the man pages (trained on the whole manual), or the manual's other half")
     parser.add_argument("--no-train-noisy", dest="train_noisy", action="store_false",
@@ -347,7 +349,7 @@ def main() -> None:
     t_start = time.perf_counter()
     usem = CachedEncoder(Usem3Encoder(threads=args.threads), "usem3")
     hide = HideConfig(epochs=args.hide_epochs, batch_size=args.hide_batch, lr=args.hide_lr, margin=args.hide_margin,
-                      crops=args.hide_crops)
+                      crops=args.hide_crops, skip=args.hide_skip)
     print(f"document_quality: train {COLLECTION}, test {args.test}, seed {args.seed}, {hide}, "
           f"train_noisy={args.train_noisy}")
     for lang in args.langs.split(","):

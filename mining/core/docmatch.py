@@ -88,20 +88,33 @@ class HideConfig:
     epochs: int = 10
     crops: int = 8
     min_crop: float = 0.2
+    skip: bool = True
 
 
 class HideTower(nn.Module):
-    """The residual 4-layer adapter: ReLU on the first three layers, tanh on the last; skip where widths match."""
+    """The residual 4-layer adapter: ReLU on the first three layers, tanh on the last; skip where widths match.
 
-    def __init__(self, in_dim: int, hidden: tuple[int, ...]) -> None:
+    With `skip`, the tower's output is `P x + g * adapter(x)`: a linear path from its input with P (out, in)
+    initialised to orthonormal rows, and a learned gate g that starts at 0 (ReZero). Before training the tower is then
+    a near-isometry (the sentence embeddings' cosines kept; exactly when out >= in), so HiDE starts as Sentence-Avg and
+    learns a correction to it. Both towers must start with the same P (`HideModel` seeds them alike).
+    """
+
+    def __init__(self, in_dim: int, hidden: tuple[int, ...], skip: bool = False) -> None:
         super().__init__()
         dims = (in_dim, *hidden)
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:], strict=True))
+        self.skip = self.gate = None
+        if skip:
+            self.skip = nn.Linear(in_dim, hidden[-1], bias=False)
+            nn.init.orthogonal_(self.skip.weight)
+            self.gate = nn.Parameter(torch.zeros(()))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # Without autograd the activation and the skip run in place: two fewer (rows, width) buffers per layer, each
         # freshly page-faulted at 60k rows (~20 % of embedding 300k sentences on 2 cores). Same values either way.
         in_place = not torch.is_grad_enabled()
+        direct = self.skip(x) if self.skip is not None else None
         for i, layer in enumerate(self.layers):
             y = layer(x)
             if i == len(self.layers) - 1:
@@ -112,6 +125,8 @@ class HideTower(nn.Module):
                 x = y.add_(x) if in_place else x + y
             else:
                 x = y
+        if direct is not None:
+            x = x.mul_(self.gate).add_(direct) if in_place else x * self.gate + direct
         return x
 
 
@@ -122,7 +137,15 @@ class HideModel(nn.Module):
         super().__init__()
         self.config = config
         self.in_dim = in_dim
-        self.towers = nn.ModuleDict({"src": HideTower(in_dim, config.hidden), "tgt": HideTower(in_dim, config.hidden)})
+        towers = {}
+        seed = torch.initial_seed() % (2**63)
+        for side in ("src", "tgt"):  # the same initial skip projection on both sides (the rest differs freely)
+            towers[side] = HideTower(in_dim, config.hidden, skip=config.skip)
+            if towers[side].skip is not None:
+                with torch.random.fork_rng():
+                    torch.manual_seed(seed)
+                    nn.init.orthogonal_(towers[side].skip.weight)
+        self.towers = nn.ModuleDict(towers)
 
     def doc_vectors(self, emb: torch.Tensor, offsets: torch.Tensor, side: str) -> torch.Tensor:
         """(n_docs, out) document vectors, L2-normalised; segment means via index_add (no padding)."""
@@ -159,7 +182,7 @@ class HideModel(nn.Module):
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> HideModel:
         data = torch.load(path, weights_only=False)
-        cfg = data["config"]
+        cfg = {"skip": False, **data["config"]}  # models saved before the skip option have none
         model = cls(data["in_dim"], HideConfig(**{**cfg, "hidden": tuple(cfg["hidden"])}))
         model.load_state_dict(data["state"])
         return model

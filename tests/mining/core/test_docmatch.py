@@ -47,9 +47,10 @@ def test_hide_learns_to_match_documents_and_round_trips(tmp_path, pooling):
     torch.set_num_threads(1)
     rot = np.linalg.qr(np.random.default_rng(5).normal(size=(16, 16)))[0]
     s, so, t, to = _docs(300, 1, rot)
-    # crops=0: these targets shuffle their sentences, so proportional crops would not be parallel
+    # crops=0: these targets shuffle their sentences, so proportional crops would not be parallel; skip=False: the
+    # paper's tower (the skip variant has its own test below)
     cfg = HideConfig(hidden=(32, 32, 48, 48), batch_size=50, epochs=30, lr=3e-3, pooling=pooling.value, margin=0.3,
-                     crops=0)
+                     crops=0, skip=False)
     model = train_hide(s, so, t, to, config=cfg, seed=0)
     s2, so2, t2, to2 = _docs(100, 2, rot)
     u, v = model.embed(s2, so2, "src"), model.embed(t2, to2, "tgt")
@@ -90,7 +91,10 @@ def test_document_crops_are_proportional_row_ranges_inside_each_pair():
 
 def test_hide_inference_in_place_matches_the_autograd_forward():
     torch.manual_seed(0)
-    model = HideModel(8, HideConfig(hidden=(8, 6, 6)))  # a skip on the first layer too: the input must not change
+    # skips on the first layer and around the tower (gate moved off 0): the input must not change
+    model = HideModel(8, HideConfig(hidden=(8, 6, 6), skip=True))
+    with torch.no_grad():
+        model.towers["src"].gate.fill_(0.7)
     x = torch.randn(40, 8)
     keep = x.clone()
     with torch.no_grad():
@@ -107,3 +111,38 @@ def test_sentence_avg_with_trailing_empty_documents():
     np.testing.assert_allclose(out[1], [0, 0, 1])
     np.testing.assert_array_equal(out[2:], 0)
     assert out.dtype == np.float32
+
+
+@pytest.mark.parametrize("pooling", [Pooling.DNN_POOL, Pooling.POOL_DNN])
+def test_hide_with_skip_starts_as_sentence_avg(tmp_path, pooling):
+    """Untrained, a skip tower is an isometry (orthonormal P, zero last layer): same cosines as Sentence-Avg, and
+    both sides share P. The setting survives a save and load."""
+    rng = np.random.default_rng(2)
+    emb = rng.normal(size=(30, 8)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    offsets = np.array([0, 4, 9, 9, 20, 30])
+    torch.manual_seed(3)
+    model = HideModel(8, HideConfig(hidden=(8, 8, 12, 12), pooling=pooling.value, skip=True))
+    torch.testing.assert_close(model.towers["src"].skip.weight, model.towers["tgt"].skip.weight, rtol=0, atol=0)
+    u, v = model.embed(emb, offsets, "src"), model.embed(emb, offsets, "tgt")
+    sa = sentence_avg(emb, offsets)
+    np.testing.assert_allclose(u @ v.T, sa @ sa.T, atol=1e-5)
+    model.save(tmp_path / "m.pt")
+    again = HideModel.load(tmp_path / "m.pt")
+    assert again.config.skip
+    np.testing.assert_allclose(again.embed(emb, offsets, "src"), u, atol=0)
+
+
+def test_hide_with_skip_learns_to_match_documents():
+    torch.set_num_threads(1)
+    rot = np.linalg.qr(np.random.default_rng(5).normal(size=(16, 16)))[0]
+    s, so, t, to = _docs(300, 1, rot)
+    cfg = HideConfig(hidden=(32, 32, 48, 48), batch_size=50, epochs=30, lr=3e-3, margin=0.3, crops=0, skip=True)
+    model = train_hide(s[: so[200]], so[:201], t[: to[200]], to[:201], config=cfg, seed=0)
+    test_s, test_t = s[so[200]:], t[to[200]:]
+    u = model.embed(test_s, so[200:] - so[200], "src")
+    v = model.embed(test_t, to[200:] - to[200], "tgt")
+    before = sentence_avg(test_s, so[200:] - so[200]) @ sentence_avg(test_t, to[200:] - to[200]).T
+    p1_sa = float(np.mean(before.argmax(1) == np.arange(100)))
+    p1 = float(np.mean(knn_exact(u, v, 1)[1][:, 0] == np.arange(100)))
+    assert p1 >= 0.9 and p1 > p1_sa + 0.3, (p1, p1_sa)
