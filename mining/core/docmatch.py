@@ -137,6 +137,8 @@ class HideModel(nn.Module):
         super().__init__()
         self.config = config
         self.in_dim = in_dim
+        self.history: list[float] = []  # validation P@1 per epoch, from 0 (untrained), when trained with one
+        self.best_epoch: int | None = None
         towers = {}
         seed = torch.initial_seed() % (2**63)
         for side in ("src", "tgt"):  # the same initial skip projection on both sides (the rest differs freely)
@@ -222,12 +224,33 @@ def document_crops(src_offsets: np.ndarray, tgt_offsets: np.ndarray, n_crops: in
             np.concatenate([t1, cte]))
 
 
+@dataclass(frozen=True)
+class HideValidation:
+    """Aligned document pairs (source doc i translates target doc i) on which `train_hide` picks its epoch."""
+
+    src_emb: np.ndarray
+    src_offsets: np.ndarray
+    tgt_emb: np.ndarray
+    tgt_offsets: np.ndarray
+
+    def p_at_1(self, model: HideModel) -> float:
+        """Share of source documents whose nearest target document (cosine, over all of them) is their own."""
+        u = model.embed(self.src_emb, self.src_offsets, "src")
+        v = model.embed(self.tgt_emb, self.tgt_offsets, "tgt")
+        return float(np.mean(np.argmax(u @ v.T, axis=1) == np.arange(len(u)))) if len(u) else 0.0
+
+
 def train_hide(
     src_emb: np.ndarray, src_offsets: np.ndarray, tgt_emb: np.ndarray, tgt_offsets: np.ndarray, *,
     config: HideConfig | None = None, seed: int = 0, progress: Progress | None = None,
+    validation: HideValidation | None = None,
 ) -> HideModel:
     """Train HiDE on aligned document pairs (source doc i translates target doc i) with the bidirectional
-    additive-margin softmax over in-batch negatives; sentence embeddings stay frozen."""
+    additive-margin softmax over in-batch negatives; sentence embeddings stay frozen.
+
+    With `validation`, P@1 on it is measured before training (with a skip tower, that is Sentence-Avg's) and after
+    every epoch, and the model keeps the weights of the best (the earliest on ties); `model.history` holds the
+    figures and `model.best_epoch` the epoch kept (0: untrained)."""
     config = config or HideConfig()
     src_offsets = check_offsets(src_offsets, len(src_emb))
     tgt_offsets = check_offsets(tgt_offsets, len(tgt_emb))
@@ -246,6 +269,20 @@ def train_hide(
            else torch.optim.SGD(model.parameters(), lr=config.lr))
     steps_per_epoch = -(-n // config.batch_size)
     total, done = steps_per_epoch * config.epochs, 0
+    history: list[float] = []
+    best_state, best_epoch = None, 0
+
+    def check(epoch: int) -> None:
+        nonlocal best_state, best_epoch
+        if validation is None:
+            return
+        history.append(validation.p_at_1(model))
+        if best_state is None or history[-1] > history[best_epoch]:
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            best_epoch = epoch
+        logger.info("HiDE validation P@1 after epoch %d: %.4f", epoch, history[-1])
+
+    check(0)
     model.train()
     for epoch in range(config.epochs):
         order = torch.randperm(n, generator=gen).numpy()
@@ -265,5 +302,10 @@ def train_hide(
             if progress:
                 progress(done, total)
         logger.debug("HiDE epoch %d loss %.4f", epoch, loss.item())
+        check(epoch + 1)
+        model.train()
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.history, model.best_epoch = history, best_epoch
     model.eval()
     return model

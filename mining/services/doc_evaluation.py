@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.docembed import Documents, Side, document_bow_config, train_document_bow
-from ..core.docmatch import HideConfig, Pooling, sentence_avg, train_hide
+from ..core.docmatch import HideConfig, HideValidation, Pooling, sentence_avg, train_hide
 from ..core.docvote import VoteForm, aligned_sentence_count, document_positions, sentence_vote
 from ..core.encoders.dan import DanConfig
 from ..core.knn import knn_exact
@@ -128,11 +128,15 @@ class Models:
 
 def train_models(train_src: Collection, train_tgt: Collection, *, hide_config: HideConfig | None = None,
                  bow_config: DanConfig | None = None, seed: int = 0, bow: bool = True,
-                 extra: Sequence[tuple[Collection, Collection]] = ()) -> Models:
+                 extra: Sequence[tuple[Collection, Collection]] = (),
+                 validation: tuple[Collection, Collection] | None = None) -> Models:
     """HiDE (both poolings) on the training pairs' sentence embeddings (doc i <-> doc i), plus Document BoW.
 
-    `extra` adds more aligned collections (e.g. the same training documents re-split) to HiDE's training data.
+    `extra` adds more aligned collections (e.g. the same training documents re-split) to HiDE's training data;
+    `validation`, embedded aligned collections on which HiDE keeps its best epoch (`train_hide`).
     """
+    val = None if validation is None else HideValidation(validation[0].emb, validation[0].offsets,
+                                                         validation[1].emb, validation[1].offsets)
     hide_config = hide_config or HideConfig()
     pairs = [(train_src, train_tgt), *extra]
     s_emb = np.concatenate([p[0].emb for p in pairs])
@@ -142,7 +146,7 @@ def train_models(train_src: Collection, train_tgt: Collection, *, hide_config: H
     hide = {}
     for pooling in Pooling:
         cfg = HideConfig(**{**hide_config.__dict__, "pooling": pooling.value})
-        hide[pooling.value] = train_hide(s_emb, s_off, t_emb, t_off, config=cfg, seed=seed)
+        hide[pooling.value] = train_hide(s_emb, s_off, t_emb, t_off, config=cfg, seed=seed, validation=val)
     bow_model = None
     if bow:
         bow_model = train_document_bow(train_src.texts(), train_tgt.texts(), train_src.lang, train_tgt.lang,

@@ -4,7 +4,15 @@ import numpy as np
 import pytest
 import torch
 
-from mining.core.docmatch import HideConfig, HideModel, Pooling, check_offsets, sentence_avg, train_hide
+from mining.core.docmatch import (
+    HideConfig,
+    HideModel,
+    HideValidation,
+    Pooling,
+    check_offsets,
+    sentence_avg,
+    train_hide,
+)
 from mining.core.knn import knn_exact
 
 
@@ -146,3 +154,25 @@ def test_hide_with_skip_learns_to_match_documents():
     p1_sa = float(np.mean(before.argmax(1) == np.arange(100)))
     p1 = float(np.mean(knn_exact(u, v, 1)[1][:, 0] == np.arange(100)))
     assert p1 >= 0.9 and p1 > p1_sa + 0.3, (p1, p1_sa)
+
+
+def test_hide_keeps_the_epoch_best_on_validation():
+    torch.set_num_threads(1)
+    rot = np.linalg.qr(np.random.default_rng(5).normal(size=(16, 16)))[0]
+    s, so, t, to = _docs(300, 1, rot)
+    val = HideValidation(*_docs(60, 7, rot))
+    cfg = HideConfig(hidden=(32, 32, 48, 48), batch_size=50, epochs=6, lr=3e-3, margin=0.3, crops=0)
+    model = train_hide(s, so, t, to, config=cfg, seed=0, validation=val)
+    assert len(model.history) == 7 and model.best_epoch == int(np.argmax(model.history)) > 0
+    assert val.p_at_1(model) == max(model.history)
+
+    # trained on mismatched pairs, every epoch is worse than none: the untrained skip model (Sentence-Avg) is kept
+    rng = np.random.default_rng(0)
+    noise_t = rng.normal(size=t.shape).astype(np.float32)
+    noise_t /= np.linalg.norm(noise_t, axis=1, keepdims=True)
+    same = HideValidation(s[: so[60]], so[:61], s[: so[60]] + 0.0, so[:61])  # each document against itself
+    model = train_hide(s, so, noise_t, to, config=cfg, seed=0, validation=same)
+    assert model.best_epoch == 0 and model.history[0] == 1.0
+    u = model.embed(s[: so[60]], so[:61], "src")
+    sa = sentence_avg(s[: so[60]], so[:61])
+    np.testing.assert_allclose(u @ u.T, sa @ sa.T, atol=1e-5)
