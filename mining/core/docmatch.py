@@ -19,7 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from .knn import knn_exact
 from .losses import additive_margin_softmax_loss
+from .metrics import precision_at_n
 
 logger = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -102,7 +104,7 @@ class HideTower(nn.Module):
     With `skip`, the tower's output is `P x + g * adapter(x)`: a linear path from its input with P (out, in)
     initialised to orthonormal rows, and a learned gate g that starts at 0 (ReZero). Before training the tower is then
     a near-isometry (the sentence embeddings' cosines kept; exactly when out >= in), so HiDE starts as Sentence-Avg and
-    learns a correction to it. Both towers must start with the same P (`HideModel` seeds them alike).
+    learns a correction to it. Both towers must start with the same P (`HideModel` draws it from one seed).
     """
 
     def __init__(self, in_dim: int, hidden: tuple[int, ...], skip: bool = False) -> None:
@@ -242,7 +244,9 @@ class HideValidation:
         """Share of source documents whose nearest target document (cosine, over all of them) is their own."""
         u = model.embed(self.src_emb, self.src_offsets, "src")
         v = model.embed(self.tgt_emb, self.tgt_offsets, "tgt")
-        return float(np.mean(np.argmax(u @ v.T, axis=1) == np.arange(len(u)))) if len(u) else 0.0
+        if not len(u) or not len(v):
+            return 0.0
+        return precision_at_n(knn_exact(u, v, 1)[1], np.arange(len(u)), 1)
 
 
 def train_hide(
