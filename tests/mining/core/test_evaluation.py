@@ -62,3 +62,43 @@ def test_distractors_with_a_known_translation_on_the_other_side_are_dropped():
     assert "a boilerplate sentence repeated on many pages" not in bucc.src_texts
     assert "une phrase passe-partout répétée sur beaucoup de pages" not in bucc.tgt_texts
     assert len(bucc.src_texts) == 2 and len(bucc.tgt_texts) == 2
+
+
+def test_fuzzy_matches_agrees_with_a_pairwise_jaccard_oracle():
+    from mining.core.evaluation import fuzzy_matches, near_duplicate_key
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(12)]
+    queries = [" ".join(rng.choice(words, size=rng.integers(1, 7))) for _ in range(60)] + [""]
+    pool = [" ".join(rng.choice(words, size=rng.integers(1, 7))) for _ in range(40)]
+
+    def jaccard(a: str, b: str) -> float:
+        sa, sb = set(near_duplicate_key(a).split()), set(near_duplicate_key(b).split())
+        return len(sa & sb) / len(sa | sb) if sa | sb else 0.0
+
+    for threshold in (0.3, 0.5, 0.8):
+        expected = [any(jaccard(q, p) >= threshold for p in pool) for q in queries]
+        assert fuzzy_matches(queries, pool, threshold).tolist() == expected
+    assert fuzzy_matches([], pool, 0.5).shape == (0,)
+
+
+def test_fuzzy_care_drops_near_copies_of_gold_and_distractors_whose_translation_is_on_the_other_side():
+    gold = [("HSV: this choice displays the hue in degrees", "TSV : ce choix affiche la teinte en degrés"),
+            ("the second gold sentence is right here", "la deuxième phrase d'or est juste ici")]
+    src_d = ["This choice displays the hue in degrees and more",   # near-copy of a gold source
+             "a plain English distractor about something else",
+             "the layer menu holds many useful commands"]
+    tgt_d = ["une phrase cible ordinaire sur autre chose",
+             "le menu calque contient beaucoup de commandes utiles",  # translates src_d[2]
+             "une autre phrase cible tout à fait ordinaire"]
+    src_shadows = [["ce choix affiche la teinte en degrés et plus"], ["un distracteur anglais sur autre chose"],
+                   ["le menu calque contient beaucoup de commandes utiles"]]
+    tgt_shadows = [["an ordinary target sentence about another thing"],
+                   ["the layer menu holds many useful commands"], ["another quite ordinary target sentence"]]
+    plain = build_bucc(gold, src_d, tgt_d, seed=0)
+    assert len(plain.src_texts) == 5 and len(plain.tgt_texts) == 5
+    careful = build_bucc(gold, src_d, tgt_d, seed=0, fuzzy=0.5, src_shadows=src_shadows, tgt_shadows=tgt_shadows)
+    assert set(careful.src_texts) == {g[0] for g in gold} | {src_d[1]}
+    assert set(careful.tgt_texts) == {g[1] for g in gold} | {tgt_d[0], tgt_d[2]}
+    pairs = {(careful.src_texts[s], careful.tgt_texts[t]) for s, t in careful.gold}
+    assert pairs == set(gold)

