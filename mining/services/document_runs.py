@@ -28,7 +28,7 @@ from ..core.docembed import (
     document_bow_config,
     train_document_bow,
 )
-from ..core.docmatch import HideConfig, HideModel, train_hide
+from ..core.docmatch import HideConfig, HideModel, HideValidation, train_hide
 from ..core.docvote import VoteForm, aligned_sentence_count, document_positions, sentence_vote
 from ..core.encoders.dan import DanConfig
 from ..core.knn import knn_both, knn_method_for, knn_search
@@ -290,6 +290,13 @@ def _write_aligned(run: MiningRun, rows: list) -> int:
     )
 
 
+# HiDE holds out this share of the gold document pairs (params.validation) and keeps the epoch that retrieves best on
+# them (epoch 0: untrained, which with skip towers is Sentence-Avg), when there are at least this many pairs (or the
+# run asks for a share).
+HIDE_VALIDATION_SHARE = 0.1
+HIDE_VALIDATION_MIN_PAIRS = 20
+
+
 @register_run_handler(RunKind.TRAIN_DOC_MODEL)
 def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Train a document model (params.model: "hide", the default, or "bow") on the corpus's gold document pairs
@@ -315,9 +322,14 @@ def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
     model.save(folder / f"{name}.pt")
     from .training_runs import artefact_create
 
+    metrics = {"train_pairs": len(gold)}
+    if name == "hide" and model.history:
+        metrics.update(validation_pairs=params["validation_pairs"], validation_p_at_1=model.history,
+                       best_epoch=model.best_epoch)
+        metrics["train_pairs"] = len(gold) - params["validation_pairs"]
     artefact = artefact_create(kind=ArtefactKind.DOC_MODEL, name=name, path=folder / f"{name}.pt", run=run,
-                               params=params, metrics={"train_pairs": len(gold)})
-    return {"artefact_id": artefact.pk, "version": artefact.version, "train_pairs": len(gold)}
+                               params=params, metrics=metrics)
+    return {"artefact_id": artefact.pk, "version": artefact.version, **metrics}
 
 
 def _train_hide(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int, int]],
@@ -326,16 +338,29 @@ def _train_hide(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int
     reporter.update(stage="embed", force=True)
     s_emb = _embed(run, run.src_corpus, run.src_lang, src, reporter)
     t_emb = _embed(run, run.src_corpus, run.tgt_lang, tgt, reporter)
-    s_rows, s_off = _select_docs(s_emb, src.offsets, [g[0] for g in gold])
-    t_rows, t_off = _select_docs(t_emb, tgt.offsets, [g[1] for g in gold])
+    seed = int(run.params.get("seed", 0))
+    share = float(run.params.get("validation", HIDE_VALIDATION_SHARE))
+    asked = "validation" in run.params  # an explicit share applies at any size
+    n_val = int(round(share * len(gold))) if asked or len(gold) >= HIDE_VALIDATION_MIN_PAIRS else 0
+    order = np.random.default_rng([seed, 11]).permutation(len(gold))
+    if n_val < 2 or len(gold) - n_val < 2:
+        n_val = 0
+    held, kept = [gold[i] for i in order[:n_val]], [gold[i] for i in order[n_val:]]
+    s_rows, s_off = _select_docs(s_emb, src.offsets, [g[0] for g in kept])
+    t_rows, t_off = _select_docs(t_emb, tgt.offsets, [g[1] for g in kept])
+    validation = None
+    if n_val >= 2:
+        vs, vs_off = _select_docs(s_emb, src.offsets, [g[0] for g in held])
+        vt, vt_off = _select_docs(t_emb, tgt.offsets, [g[1] for g in held])
+        validation = HideValidation(vs, vs_off, vt, vt_off)
     known = {f for f in HideConfig.__dataclass_fields__}
     cfg = HideConfig(**{k: (tuple(v) if k == "hidden" else v) for k, v in run.params.items() if k in known})
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
-    model = train_hide(s_rows, s_off, t_rows, t_off, config=cfg, seed=int(run.params.get("seed", 0)),
-                       progress=reporter.progress)
+    model = train_hide(s_rows, s_off, t_rows, t_off, config=cfg, seed=seed, progress=reporter.progress,
+                       validation=validation)
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
-    return model, {**run.params, "encoder": run.encoder.pk}
+    return model, {**run.params, "encoder": run.encoder.pk, "validation_pairs": len(held) if validation else 0}
 
 
 def _train_bow(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int, int]],

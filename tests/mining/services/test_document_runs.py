@@ -66,6 +66,25 @@ def test_hide_training_then_matching_and_alignment(corpus):
     assert all("bead" in c.evidence for c in cands)
 
 
+@pytest.mark.django_db
+def test_hide_training_holds_out_validation_pairs_and_records_the_kept_epoch(tmp_path):
+    docs = [json.loads(line) for line in (DATA / "admin-docs.jsonl").read_text(encoding="utf-8").splitlines()]
+    doubled = tmp_path / "doubled.jsonl"  # each en-fr pair twice, the copy with its text cut short: 6 pairs, 2 held out
+    doubled.write_text("".join(json.dumps(d) + "\n" for d in docs) + "".join(
+        json.dumps({**d, "id": f"{d['id']}-2", "text": d["text"][: len(d["text"]) // 2 + 1]}) + "\n" for d in docs
+        if d["lang"] in ("en", "fr") and d["id"].startswith("admin-help")), encoding="utf-8")
+    job = import_execute(job=import_job_create(corpus_name="docs2", fmt="jsonl", paths=[str(doubled)]))
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    train = _run(kind=RunKind.TRAIN_DOC_MODEL, src_corpus=job.corpus, src_lang="en", tgt_lang="fr",
+                 params={"epochs": 2, "batch_size": 2, "hidden": [32, 32, 48, 48], "validation": 0.34})
+    artefact = Artefact.objects.get(kind=ArtefactKind.DOC_MODEL, name="hide")
+    assert "validation_pairs" in artefact.metrics, (artefact.metrics, artefact.params)
+    n_val = artefact.metrics["validation_pairs"]
+    assert n_val == 2 and artefact.params["validation_pairs"] == n_val
+    assert len(artefact.metrics["validation_p_at_1"]) == 3 and 0 <= artefact.metrics["best_epoch"] <= 2
+    assert train.stats["train_pairs"] == artefact.metrics["train_pairs"] == 4
+
+
 TINY_BOW = {"model": "bow", "epochs": 30, "batch_size": 2, "n_buckets": 4096, "emb_dim": 32,
             "hidden": [32, 32, 48, 48], "out_dim": 32, "lr": 3e-3, "emb_lr": 5e-2}
 
