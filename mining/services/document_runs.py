@@ -58,7 +58,8 @@ DOC_MODELS = ("hide", "bow")  # TRAIN_DOC_MODEL's params.model; also the artefac
 def check_doc_model_params(model: str, params: dict) -> None:
     """Raise ValueError for a TRAIN_DOC_MODEL parameter that `model`'s training would not read."""
     config = HideConfig if model == "hide" else DanConfig
-    unknown = set(params) - {f.name for f in dataclasses.fields(config)} - {"seed", "model"}
+    extra = {"seed", "model", "validation"} if model == "hide" else {"seed", "model"}
+    unknown = set(params) - {f.name for f in dataclasses.fields(config)} - extra
     if unknown:
         raise ValueError(f"unknown {model} training parameters: {', '.join(sorted(unknown))}")
 
