@@ -137,6 +137,19 @@ class HideTower(nn.Module):
         return x
 
 
+def paired_towers(in_dim: int, hidden: tuple[int, ...], *, skip: bool, seed: int) -> nn.ModuleDict:
+    """A "src" and a "tgt" `HideTower`; with `skip`, both start from the same skip projection, drawn from `seed`
+    (the rest of each tower differs freely), so an untrained pair keeps the inputs' cosines across sides."""
+    towers = {}
+    for side in ("src", "tgt"):
+        towers[side] = HideTower(in_dim, hidden, skip=skip)
+        if towers[side].skip is not None:
+            with torch.random.fork_rng():
+                torch.manual_seed(seed)
+                nn.init.orthogonal_(towers[side].skip.weight)
+    return nn.ModuleDict(towers)
+
+
 class HideModel(nn.Module):
     """Separate source and target towers over frozen sentence embeddings."""
 
@@ -146,15 +159,7 @@ class HideModel(nn.Module):
         self.in_dim = in_dim
         self.history: list[float] = []  # validation P@1 per epoch, from 0 (untrained), when trained with one
         self.best_epoch: int | None = None
-        towers = {}
-        seed = torch.initial_seed() % (2**63)
-        for side in ("src", "tgt"):  # the same initial skip projection on both sides (the rest differs freely)
-            towers[side] = HideTower(in_dim, config.hidden, skip=config.skip)
-            if towers[side].skip is not None:
-                with torch.random.fork_rng():
-                    torch.manual_seed(seed)
-                    nn.init.orthogonal_(towers[side].skip.weight)
-        self.towers = nn.ModuleDict(towers)
+        self.towers = paired_towers(in_dim, config.hidden, skip=config.skip, seed=torch.initial_seed() % (2**63))
 
     def doc_vectors(self, emb: torch.Tensor, offsets: torch.Tensor, side: str) -> torch.Tensor:
         """(n_docs, out) document vectors, L2-normalised; segment means via index_add (no padding)."""

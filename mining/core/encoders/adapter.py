@@ -24,9 +24,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from mining.core.docmatch import HideTower
+from mining.core.docmatch import paired_towers
 from mining.core.encoders.base import DEFAULT_BATCH_SIZE, Progress, SentenceEncoder, UnsupportedLanguage, normalize_lang
-from mining.core.encoders.dan_train import mine_hard_negatives
+from mining.core.encoders.dan_train import _index_texts, mine_hard_negatives
 from mining.core.knn import knn_exact
 from mining.core.losses import additive_margin_softmax_loss
 from mining.core.metrics import precision_at_n
@@ -65,13 +65,7 @@ class AdapterModel(nn.Module):
         self.in_dim = in_dim
         self.history: list[float] = []  # validation P@1 per epoch, from 0 (the base encoder)
         self.best_epoch = 0
-        towers = {}
-        for side in SIDES:
-            towers[side] = HideTower(in_dim, config.hidden, skip=True)
-            with torch.random.fork_rng():
-                torch.manual_seed(seed)
-                nn.init.orthogonal_(towers[side].skip.weight)
-        self.towers = nn.ModuleDict(towers)
+        self.towers = paired_towers(in_dim, config.hidden, skip=True, seed=seed)
 
     @property
     def dim(self) -> int:
@@ -104,11 +98,6 @@ class AdapterModel(nn.Module):
         model.history, model.best_epoch = list(data.get("history", [])), int(data.get("best_epoch", 0))
         model.eval()
         return model
-
-
-def _text_ids(texts: Sequence[str]) -> np.ndarray:
-    seen: dict[str, int] = {}
-    return np.fromiter((seen.setdefault(t, len(seen)) for t in texts), dtype=np.int64, count=len(texts))
 
 
 def _validation_split(n: int, config: AdapterConfig, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -151,8 +140,8 @@ def train_adapter(
     n = len(src_emb)
     if src_emb.shape != tgt_emb.shape or n < 4:
         raise ValueError(f"need two (n >= 4, d) arrays of the same shape, got {src_emb.shape} and {tgt_emb.shape}")
-    s_id = _text_ids(src_texts) if src_texts is not None else np.arange(n)
-    t_id = _text_ids(tgt_texts) if tgt_texts is not None else np.arange(n)
+    s_id = _index_texts(src_texts)[0] if src_texts is not None else np.arange(n)
+    t_id = _index_texts(tgt_texts)[0] if tgt_texts is not None else np.arange(n)
     if len(s_id) != n or len(t_id) != n:
         raise ValueError("src_texts and tgt_texts must have one text per embedding row")
     train_rows, val_rows = _validation_split(n, config, seed)
@@ -206,13 +195,12 @@ def train_adapter(
             if history[-1] > history[best_epoch]:
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 best_epoch = epoch + 1
-        else:
-            best_state, best_epoch = None, epoch + 1
-    if len(val_rows):
-        if best_state is None:  # the base encoder was best: an untrained model is exactly that
-            model = AdapterModel(src_emb.shape[1], config, seed)
-        else:
-            model.load_state_dict(best_state)
+    if not len(val_rows):  # nothing to choose on: the last epoch
+        best_epoch = config.epochs
+    elif best_state is None:  # the base encoder was best: an untrained model is exactly that
+        model = AdapterModel(src_emb.shape[1], config, seed)
+    else:
+        model.load_state_dict(best_state)
     model.history, model.best_epoch = history, best_epoch
     model.eval()
     return model
