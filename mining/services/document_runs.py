@@ -323,11 +323,10 @@ def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
     model.save(folder / f"{name}.pt")
     from .training_runs import artefact_create
 
-    metrics = {"train_pairs": len(gold)}
-    if name == "hide" and model.history:
-        metrics.update(validation_pairs=params["validation_pairs"], validation_p_at_1=model.history,
-                       best_epoch=model.best_epoch)
-        metrics["train_pairs"] = len(gold) - params["validation_pairs"]
+    n_val = params.get("validation_pairs", 0)  # HiDE only
+    metrics = {"train_pairs": len(gold) - n_val}
+    if n_val:
+        metrics.update(validation_pairs=n_val, validation_p_at_1=model.history, best_epoch=model.best_epoch)
     artefact = artefact_create(kind=ArtefactKind.DOC_MODEL, name=name, path=folder / f"{name}.pt", run=run,
                                params=params, metrics=metrics)
     return {"artefact_id": artefact.pk, "version": artefact.version, **metrics}
@@ -343,14 +342,14 @@ def _train_hide(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int
     share = float(run.params.get("validation", HIDE_VALIDATION_SHARE))
     asked = "validation" in run.params  # an explicit share applies at any size
     n_val = int(round(share * len(gold))) if asked or len(gold) >= HIDE_VALIDATION_MIN_PAIRS else 0
-    order = np.random.default_rng([seed, 11]).permutation(len(gold))
-    if n_val < 2 or len(gold) - n_val < 2:
+    if n_val < 2 or len(gold) - n_val < 2:  # P@1 over one document, or training on one pair, means nothing
         n_val = 0
+    order = np.random.default_rng([seed, 11]).permutation(len(gold))
     held, kept = [gold[i] for i in order[:n_val]], [gold[i] for i in order[n_val:]]
     s_rows, s_off = _select_docs(s_emb, src.offsets, [g[0] for g in kept])
     t_rows, t_off = _select_docs(t_emb, tgt.offsets, [g[1] for g in kept])
     validation = None
-    if n_val >= 2:
+    if n_val:
         vs, vs_off = _select_docs(s_emb, src.offsets, [g[0] for g in held])
         vt, vt_off = _select_docs(t_emb, tgt.offsets, [g[1] for g in held])
         validation = HideValidation(vs, vs_off, vt, vt_off)
@@ -361,7 +360,7 @@ def _train_hide(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int
     model = train_hide(s_rows, s_off, t_rows, t_off, config=cfg, seed=seed, progress=reporter.progress,
                        validation=validation)
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
-    return model, {**run.params, "encoder": run.encoder.pk, "validation_pairs": len(held) if validation else 0}
+    return model, {**run.params, "encoder": run.encoder.pk, "validation_pairs": n_val}
 
 
 def _train_bow(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int, int]],
