@@ -182,8 +182,12 @@ def _drop_fuzzy(gold: list[tuple[str, str]], src: Sequence[str], tgt: Sequence[s
              shadows: Sequence[Sequence[str]] | None, other_side: list[str]) -> list[int]:
         bad = fuzzy_matches([texts[i] for i in idx], gold_texts, threshold)
         if shadows is not None:
+            # Shadows repeat (every sentence of a page whose blocks do not line up shares the whole translated
+            # page), so each distinct shadow text is matched once.
+            distinct: dict[str, int] = {}
             owner = np.array([j for j, i in enumerate(idx) for _ in shadows[i]], dtype=np.int64)
-            hit = fuzzy_matches([s for i in idx for s in shadows[i]], other_side, threshold)
+            text_id = np.array([distinct.setdefault(t, len(distinct)) for i in idx for t in shadows[i]], np.int64)
+            hit = fuzzy_matches(list(distinct), other_side, threshold)[text_id] if len(text_id) else text_id > 0
             bad[owner[hit]] = True
         return [i for i, b in zip(idx, bad, strict=True) if not b]
 
