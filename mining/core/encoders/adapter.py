@@ -43,6 +43,8 @@ class AdapterConfig:
     `hidden`: the tower's widths; the last is the output dimension (>= the base's keeps the skip an isometry).
     `hard_negatives`: M near-misses per source, mined once with the base embeddings (0 = in-batch negatives only).
     `validation`: share of the pairs held out to pick the epoch (at most `max_validation` pairs).
+    `domain_weight`: with `train_adapter(domain=...)`, how many times each in-domain pair is seen per epoch (a few
+    thousand pairs of the user's own text beside tens of thousands of background pairs would otherwise be drowned).
     """
 
     hidden: tuple[int, ...] = (512, 512, 512)
@@ -54,6 +56,7 @@ class AdapterConfig:
     hard_negatives: int = 5
     validation: float = 0.05
     max_validation: int = 2000
+    domain_weight: int = 1
 
 
 class AdapterModel(nn.Module):
@@ -100,12 +103,26 @@ class AdapterModel(nn.Module):
         return model
 
 
-def _validation_split(n: int, config: AdapterConfig, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    n_val = min(config.max_validation, int(round(n * config.validation)))
-    order = np.random.default_rng([seed, 7]).permutation(n)
+def _validation_split(n: int, config: AdapterConfig, seed: int,
+                      domain: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(training rows, held-out rows); with `domain`, the held-out rows are in-domain ones, since the epoch kept
+    should be the best on the text the adapter is for."""
+    pool = np.flatnonzero(domain) if domain is not None and domain.any() else np.arange(n)
+    n_val = min(config.max_validation, int(round(len(pool) * config.validation)))
+    order = np.random.default_rng([seed, 7]).permutation(pool)
     if n_val < 2 or n - n_val < 2:
-        return order, order[:0]
-    return order[n_val:], order[:n_val]
+        return np.random.default_rng([seed, 7]).permutation(n), order[:0]
+    held = np.zeros(n, dtype=bool)
+    held[order[:n_val]] = True
+    return np.flatnonzero(~held), order[:n_val]
+
+
+def _epoch_rows(train_rows: np.ndarray, domain: np.ndarray | None, weight: int) -> np.ndarray:
+    """The rows one epoch visits: every training row once, in-domain rows `weight` times."""
+    if domain is None or weight <= 1:
+        return train_rows
+    inside = train_rows[domain[train_rows]]
+    return np.concatenate([train_rows, np.tile(inside, weight - 1)])
 
 
 def _p_at_1(model: AdapterModel, src: np.ndarray, tgt: np.ndarray) -> float:
@@ -120,6 +137,7 @@ def train_adapter(
     src_texts: Sequence[str] | None = None,
     tgt_texts: Sequence[str] | None = None,
     config: AdapterConfig | None = None,
+    domain: np.ndarray | None = None,
     seed: int = 0,
     progress: Progress | None = None,
 ) -> AdapterModel:
@@ -130,6 +148,8 @@ def train_adapter(
         src_texts, tgt_texts: the pairs' texts; when given, a repeated text is one item, so a sentence that recurs
             with several translations is never its own negative.
         config: settings (``AdapterConfig()`` by default).
+        domain: (n,) bool, the pairs of the text the adapter is for (the others are background pairs): they are
+            seen `config.domain_weight` times per epoch and the held-out pairs are drawn from them.
         seed: seeds the weights, the validation split and the batch order.
         progress: ``progress(done, total)`` in optimisation steps.
 
@@ -144,7 +164,14 @@ def train_adapter(
     t_id = _index_texts(tgt_texts)[0] if tgt_texts is not None else np.arange(n)
     if len(s_id) != n or len(t_id) != n:
         raise ValueError("src_texts and tgt_texts must have one text per embedding row")
-    train_rows, val_rows = _validation_split(n, config, seed)
+    if domain is not None:
+        domain = np.asarray(domain, dtype=bool)
+        if domain.shape != (n,):
+            raise ValueError(f"domain must be one flag per pair ({n}), got shape {domain.shape}")
+    if config.domain_weight < 1:
+        raise ValueError(f"domain_weight must be >= 1, got {config.domain_weight}")
+    train_rows, val_rows = _validation_split(n, config, seed, domain)
+    epoch_rows = _epoch_rows(train_rows, domain, config.domain_weight)
     model = AdapterModel(src_emb.shape[1], config, seed)
     hard = None
     if config.hard_negatives > 0:
@@ -157,14 +184,14 @@ def train_adapter(
         hard = by_row
         gold_codes = np.unique(s_id * (t_id.max() + 1) + t_id)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
-    batches_per_epoch = max(1, len(train_rows) // config.batch_size)
+    batches_per_epoch = max(1, len(epoch_rows) // config.batch_size)
     total, done = batches_per_epoch * config.epochs, 0
     val_src, val_tgt = src_emb[val_rows], tgt_emb[val_rows]
     history = [_p_at_1(model, val_src, val_tgt)] if len(val_rows) else []
     best_state, best_epoch = None, 0
     for epoch in range(config.epochs):
         model.train()
-        perm = np.random.default_rng([seed, epoch]).permutation(train_rows)
+        perm = np.random.default_rng([seed, epoch]).permutation(epoch_rows)
         for rows in np.array_split(perm, batches_per_epoch):
             u = model(torch.from_numpy(src_emb[rows]), "src")
             v = model(torch.from_numpy(tgt_emb[rows]), "tgt")

@@ -94,3 +94,44 @@ def test_adapted_encoder_picks_the_tower_by_language_and_round_trips(tmp_path):
     loaded = get_encoder("adapted", path=path)
     np.testing.assert_allclose(loaded.encode([f"fr{i}" for i in range(200)], "fr"), fr, atol=1e-6)
     assert loaded.model.best_epoch == model.best_epoch and loaded.model.history == model.history
+
+
+def _rotated_pairs(n: int, seed: int, rotation_seed: int, d: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d))
+    rotation, _ = np.linalg.qr(np.random.default_rng(rotation_seed).normal(size=(d, d)))
+    return _unit(x), _unit(0.2 * x + x @ rotation + 0.05 * rng.normal(size=(n, d)))
+
+
+def test_domain_weight_makes_a_few_in_domain_pairs_count_beside_many_background_pairs():
+    # The domain's translations are one rotation of the source, the background's another: with ten background pairs
+    # per domain pair, weighting the domain is what lets the adapter learn the domain's.
+    dom_src, dom_tgt = _rotated_pairs(80, 10, rotation_seed=1)
+    bg_src, bg_tgt = _rotated_pairs(800, 11, rotation_seed=2)
+    test_src, test_tgt = _rotated_pairs(200, 12, rotation_seed=1)
+    src, tgt = np.concatenate([dom_src, bg_src]), np.concatenate([dom_tgt, bg_tgt])
+    domain = np.arange(len(src)) < len(dom_src)
+    scores = {}
+    for weight in (1, 10):
+        config = AdapterConfig(hidden=(32, 32), batch_size=32, lr=3e-3, epochs=6, hard_negatives=0, validation=0.1,
+                               domain_weight=weight)
+        model = train_adapter(src, tgt, config=config, domain=domain, seed=0)
+        scores[weight] = p_at_1(model.transform(test_src, "src"), model.transform(test_tgt, "tgt"))
+    assert scores[10] > scores[1] + 0.1, scores
+
+
+def test_held_out_pairs_come_from_the_domain_and_domain_is_checked():
+    from mining.core.encoders.adapter import _epoch_rows, _validation_split
+
+    domain = np.arange(500) < 100
+    train_rows, val_rows = _validation_split(500, AdapterConfig(validation=0.1), 0, domain)
+    assert len(val_rows) == 10 and domain[val_rows].all()
+    assert sorted(np.concatenate([train_rows, val_rows]).tolist()) == list(range(500))
+    rows = _epoch_rows(train_rows, domain, 3)
+    assert len(rows) == len(train_rows) + 2 * 90
+    assert np.bincount(rows, minlength=500)[train_rows[domain[train_rows]]].min() == 3
+    src, tgt = _skewed_pairs(40, 13)
+    with pytest.raises(ValueError, match="one flag per pair"):
+        train_adapter(src, tgt, config=AdapterConfig(hidden=(32, 32), epochs=1), domain=np.ones(39, dtype=bool))
+    with pytest.raises(ValueError, match="domain_weight"):
+        train_adapter(src, tgt, config=AdapterConfig(hidden=(32, 32), epochs=1, domain_weight=0))
