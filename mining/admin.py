@@ -22,6 +22,7 @@ from .models import (
     Sentence,
     SentencePairCandidate,
 )
+from .services.encoders import combine_encoders
 from .services.runs import run_cancel, run_create, run_retry
 
 
@@ -85,6 +86,17 @@ class ArtefactAdmin(admin.ModelAdmin):
     list_display = ["name", "version", "kind", "src_lang", "tgt_lang", "is_active", "created_at"]
     list_filter = ["kind", "is_active"]
     raw_id_fields = ["trained_on"]
+    actions = ["combine_encoders"]
+
+    @admin.action(description="Combine the selected encoders (equal weights) into a new 'combined' encoder")
+    def combine_encoders(self, request: HttpRequest, queryset) -> None:
+        try:
+            artefact = combine_encoders([(a, 1.0) for a in queryset.order_by("pk")], created_by=request.user)
+        except ValueError as exc:
+            self.message_user(request, str(exc), level=messages.ERROR)
+            return
+        self.message_user(request, f"Registered encoder combined:{artefact.version}; other weights: "
+                                   f"manage.py combine_encoders NAME:VERSION=WEIGHT ...")
 
 
 class RunShardInline(admin.TabularInline):

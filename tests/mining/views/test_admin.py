@@ -70,3 +70,17 @@ def test_every_mining_changelist_renders(admin_client_):
     for model in apps.get_app_config("mining").get_models():
         url = reverse(f"admin:mining_{model._meta.model_name}_changelist")
         assert admin_client_.get(url).status_code == 200, url
+
+
+def test_admin_combines_selected_encoders(admin_client_):
+    from mining.models import Artefact, ArtefactKind
+
+    a = Artefact.objects.create(kind=ArtefactKind.ENCODER, name="usem3", version=1, params={"builtin": True})
+    b = Artefact.objects.create(kind=ArtefactKind.ENCODER, name="usem3", version=2, params={"builtin": True})
+    url = reverse("admin:mining_artefact_changelist")
+    admin_client_.post(url, {"action": "combine_encoders", "_selected_action": [a.pk]})
+    assert not Artefact.objects.filter(name="combined").exists()  # one encoder: an error message, nothing stored
+    response = admin_client_.post(url, {"action": "combine_encoders", "_selected_action": [a.pk, b.pk]}, follow=True)
+    combined = Artefact.objects.get(name="combined")
+    assert [m["artefact"] for m in combined.params["members"]] == ["usem3:1", "usem3:2"]
+    assert "Registered encoder combined:1" in response.content.decode()

@@ -128,3 +128,37 @@ def test_concat_progress_covers_all_members():
     seen = []
     ConcatEncoder([a, b]).encode(TEXTS, "en", batch_size=3, progress=lambda d, t: seen.append((d, t)))
     assert seen == [(3, 8), (4, 8), (7, 8), (8, 8)]
+
+
+def test_combination_file_loads_its_members_through_the_registry_and_moves_with_its_folder(tmp_path):
+    import json
+    import shutil
+
+    from mining.core.encoders.combine import save_combination
+
+    a = TableEncoder("a", _table(4, 1), None)
+    register("table-combo-a", lambda threads=1: a, replace=True)
+    # A member with a model file: the factory builds its table from the file's seed.
+    register("table-combo-file", lambda path, threads=1: TableEncoder("f", _table(6, int(open(path).read())), None),
+             replace=True)
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "member.txt").write_text("5")
+    save_combination(folder / "combo.json",
+                     [("table-combo-a", None, 0.8), ("table-combo-file", folder / "member.txt", 0.2)])
+    stored = json.loads((folder / "combo.json").read_text())["members"]
+    assert stored[1]["path"] == "member.txt" and stored[0]["path"] is None
+    expected = ConcatEncoder([a, TableEncoder("f", _table(6, 5), None)], [0.8, 0.2]).encode(TEXTS, "en")
+    moved = tmp_path / "elsewhere"
+    shutil.move(folder, moved)
+    clear_cache()
+    combined = get_encoder("combined", path=moved / "combo.json")
+    np.testing.assert_allclose(combined.encode(TEXTS, "en"), expected, atol=1e-6)
+    assert combined.weights == (0.8, 0.2)
+    with pytest.raises(ValueError, match="at least two"):
+        save_combination(tmp_path / "one.json", [("table-combo-a", None, 1.0)])
+    with pytest.raises(ValueError, match="positive"):
+        save_combination(tmp_path / "neg.json", [("table-combo-a", None, 1.0), ("table-combo-a", None, 0.0)])
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json: not a combination file"):
+        get_encoder("combined", path=tmp_path / "bad.json")
