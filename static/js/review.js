@@ -22,7 +22,7 @@
   }
   function judge(verdict) {
     post(document.getElementById("label-form"),
-         {verdict: verdict, seconds: ((performance.now() - shownAt) / 1000).toFixed(2)});
+         {verdict: verdict, seconds: ((performance.now() - shownAt) / 1000).toFixed(3)});
   }
   function showHistory(n) {
     const root = document.getElementById("review-root");
