@@ -196,7 +196,8 @@ def matching(lang: str, args, encoders: dict[str, CachedEncoder]) -> dict:
         if e_val is not None:
             for pooling, m in models.hide.items():
                 print(f"  HiDE {pooling} ({enc_name}): validation P@1 by epoch "
-                      f"{' '.join(f'{100 * x:.1f}' for x in m.history)}; kept epoch {m.best_epoch}")
+                      f"{' '.join(f'{100 * x:.1f}' for x in m.history)}; margin "
+                      f"{' '.join(f'{x:.3f}' for x in m.margins)}; kept epoch {m.best_epoch}")
         t_train = time.perf_counter() - t0
         if tables:  # Document BoW does not depend on the sentence encoder: trained once, reported once
             models = type(models)(models.hide, None)

@@ -326,7 +326,8 @@ def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
     n_val = params.get("validation_pairs", 0)  # HiDE only
     metrics = {"train_pairs": len(gold) - n_val}
     if n_val:
-        metrics.update(validation_pairs=n_val, validation_p_at_1=model.history, best_epoch=model.best_epoch)
+        metrics.update(validation_pairs=n_val, validation_p_at_1=model.history, validation_margin=model.margins,
+                       best_epoch=model.best_epoch)
     artefact = artefact_create(kind=ArtefactKind.DOC_MODEL, name=name, path=folder / f"{name}.pt", run=run,
                                params=params, metrics=metrics)
     return {"artefact_id": artefact.pk, "version": artefact.version, **metrics}

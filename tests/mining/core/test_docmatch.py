@@ -163,7 +163,8 @@ def test_hide_keeps_the_epoch_best_on_validation():
     val = HideValidation(*_docs(60, 7, rot))
     cfg = HideConfig(hidden=(32, 32, 48, 48), batch_size=50, epochs=6, lr=3e-3, margin=0.3, crops=0)
     model = train_hide(s, so, t, to, config=cfg, seed=0, validation=val)
-    assert len(model.history) == 7 and model.best_epoch == int(np.argmax(model.history)) > 0
+    kept = max(range(7), key=lambda e: (model.history[e], model.margins[e], -e))
+    assert len(model.history) == len(model.margins) == 7 and model.best_epoch == kept > 0
     assert val.p_at_1(model) == max(model.history)
 
     # trained on mismatched pairs, every epoch is worse than none: the untrained skip model (Sentence-Avg) is kept
@@ -176,3 +177,40 @@ def test_hide_keeps_the_epoch_best_on_validation():
     u = model.embed(s[: so[60]], so[:61], "src")
     sa = sentence_avg(s[: so[60]], so[:61])
     np.testing.assert_allclose(u @ u.T, sa @ sa.T, atol=1e-5)
+
+
+class _ScriptedValidation:
+    """Validation figures given in advance; records what each epoch's model embeds, to check which one is kept."""
+
+    def __init__(self, p_at_1: list[float], margins: list[float], probe: np.ndarray) -> None:
+        self.p, self.m, self.probe, self.seen = list(p_at_1), list(margins), probe, []
+
+    def p_at_1(self, model) -> float:
+        self.seen.append(model.embed(self.probe, np.array([0, len(self.probe)]), "src"))
+        return self.p.pop(0)
+
+    def margin(self, model) -> float:
+        return self.m.pop(0)
+
+
+def test_equal_validation_p_at_1_is_decided_by_the_retrieval_margin():
+    torch.set_num_threads(1)
+    rot = np.linalg.qr(np.random.default_rng(5).normal(size=(16, 16)))[0]
+    s, so, t, to = _docs(100, 1, rot)
+    cfg = HideConfig(hidden=(32, 32, 48, 48), batch_size=50, epochs=4, lr=3e-3, margin=0.3, crops=0)
+    val = _ScriptedValidation([0.9, 0.95, 0.95, 0.95, 0.9], [0.5, 0.1, 0.3, 0.2, 0.9], s[:5])
+    model = train_hide(s, so, t, to, config=cfg, seed=0, validation=val)
+    assert model.best_epoch == 2 and model.margins == [0.5, 0.1, 0.3, 0.2, 0.9]
+    np.testing.assert_allclose(model.embed(s[:5], np.array([0, 5]), "src"), val.seen[2], atol=1e-6)
+
+
+def test_validation_margin_is_own_cosine_minus_the_best_other():
+    # Sentence-Avg documents (an untrained skip model): doc 0 = e0, doc 1 = e1, doc 2 = (e0 + e1) / |.|
+    emb = np.eye(4, dtype=np.float32)[[0, 1, 0, 1]]
+    offsets = np.array([0, 1, 2, 4])
+    torch.manual_seed(0)
+    model = HideModel(4, HideConfig(hidden=(4, 4, 4, 4), skip=True))
+    val = HideValidation(emb, offsets, emb.copy(), offsets.copy())
+    c = 1 / np.sqrt(2)
+    assert val.p_at_1(model) == 1.0
+    assert val.margin(model) == pytest.approx(np.mean([1 - c, 1 - c, 1 - c]), abs=1e-5)

@@ -81,7 +81,8 @@ def test_hide_training_holds_out_validation_pairs_and_records_the_kept_epoch(tmp
     assert "validation_pairs" in artefact.metrics, (artefact.metrics, artefact.params)
     n_val = artefact.metrics["validation_pairs"]
     assert n_val == 2 and artefact.params["validation_pairs"] == n_val
-    assert len(artefact.metrics["validation_p_at_1"]) == 3 and 0 <= artefact.metrics["best_epoch"] <= 2
+    assert len(artefact.metrics["validation_p_at_1"]) == len(artefact.metrics["validation_margin"]) == 3
+    assert 0 <= artefact.metrics["best_epoch"] <= 2
     assert train.stats["train_pairs"] == artefact.metrics["train_pairs"] == 4
 
 
