@@ -248,23 +248,26 @@ class HideValidation:
 
     def p_at_1(self, model: HideModel) -> float:
         """Share of source documents whose nearest target document (cosine, over all of them) is their own."""
-        u = model.embed(self.src_emb, self.src_offsets, "src")
-        v = model.embed(self.tgt_emb, self.tgt_offsets, "tgt")
-        if not len(u) or not len(v):
-            return 0.0
-        return precision_at_n(knn_exact(u, v, 1)[1], np.arange(len(u)), 1)
+        return self.scores(model)[0]
 
     def margin(self, model: HideModel) -> float:
         """Mean, over source documents, of the cosine to their own target minus the best cosine to any other: how
         safely they are retrieved (breaks ties of P@1 when the validation pairs are easy and P@1 saturates)."""
+        return self.scores(model)[1]
+
+    def scores(self, model: HideModel) -> tuple[float, float]:
+        """(P@1, margin), from one embedding of both sides."""
         u = model.embed(self.src_emb, self.src_offsets, "src")
         v = model.embed(self.tgt_emb, self.tgt_offsets, "tgt")
+        if not len(u) or not len(v):
+            return 0.0, 0.0
+        p1 = precision_at_n(knn_exact(u, v, 1)[1], np.arange(len(u)), 1)
         if len(u) < 2:
-            return 0.0
+            return p1, 0.0
         sims = u @ v.T
         gold = np.diag(sims).copy()
         np.fill_diagonal(sims, -np.inf)
-        return float(np.mean(gold - sims.max(axis=1)))
+        return p1, float(np.mean(gold - sims.max(axis=1)))
 
 
 def train_hide(
@@ -306,8 +309,9 @@ def train_hide(
         nonlocal best_state, best_epoch
         if validation is None:
             return
-        history.append(validation.p_at_1(model))
-        margins.append(validation.margin(model))
+        p1, margin = validation.scores(model)
+        history.append(p1)
+        margins.append(margin)
         if best_state is None or (history[-1], margins[-1]) > (history[best_epoch], margins[best_epoch]):
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             best_epoch = epoch

@@ -185,12 +185,9 @@ class _ScriptedValidation:
     def __init__(self, p_at_1: list[float], margins: list[float], probe: np.ndarray) -> None:
         self.p, self.m, self.probe, self.seen = list(p_at_1), list(margins), probe, []
 
-    def p_at_1(self, model) -> float:
+    def scores(self, model) -> tuple[float, float]:
         self.seen.append(model.embed(self.probe, np.array([0, len(self.probe)]), "src"))
-        return self.p.pop(0)
-
-    def margin(self, model) -> float:
-        return self.m.pop(0)
+        return self.p.pop(0), self.m.pop(0)
 
 
 def test_equal_validation_p_at_1_is_decided_by_the_retrieval_margin():
