@@ -62,20 +62,17 @@ def combine_encoders(members: Sequence[tuple[Artefact, float]], *, created_by: A
     """
     from ..core.encoders.combine import save_combination
 
-    if len(members) < 2:
-        raise ValueError("a combination needs at least two encoders")
     if len({a.pk for a, _ in members}) != len(members):
         raise ValueError("each encoder may appear once in a combination")
-    for artefact, weight in members:
+    for artefact, _ in members:
         if artefact.kind != ArtefactKind.ENCODER:
             raise ValueError(f"artefact {artefact} is not an encoder")
-        if not weight > 0:
-            raise ValueError(f"weights must be positive, got {weight} for {artefact}")
     version = (Artefact.objects.select_for_update().filter(kind=ArtefactKind.ENCODER, name="combined")
                .aggregate(v=Max("version"))["v"] or 0) + 1
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "encoders"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"combined-v{version}.json"
+    # save_combination checks the count and the weights before it writes anything.
     save_combination(path, [(a.name, str(artefact_path(a)) if a.path else None, float(w)) for a, w in members])
     langs = next(((a.src_lang, a.tgt_lang) for a, _ in members if a.src_lang), ("", ""))
     return Artefact.objects.create(

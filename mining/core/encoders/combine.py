@@ -66,7 +66,7 @@ def save_combination(path: str | os.PathLike[str], members: Sequence[tuple[str, 
         raise ValueError("a combination needs at least two encoders")
     rows = []
     for name, member_path, weight in members:
-        if float(weight) <= 0:
+        if not float(weight) > 0:  # NaN too
             raise ValueError(f"weights must be positive, got {weight} for {name!r}")
         if member_path is not None:
             absolute = Path(member_path).resolve()
