@@ -16,6 +16,13 @@ def _execute(corpus, kind: str = RunKind.TRAIN_ENCODER, **kwargs):
     return run
 
 
+def _assert_mines_with(corpus, encoder) -> None:
+    """A sentence-mining run on the corpus with the encoder artefact succeeds and stores candidates."""
+    mine = _execute(corpus, kind=RunKind.SENTENCE, encoder=encoder)
+    assert mine.status == JobStatus.SUCCEEDED, mine.error
+    assert SentencePairCandidate.objects.filter(run=mine).count() > 0
+
+
 def _with_gold(name: str):
     corpus = _corpus(name)
     en = {s.text: s for s in Sentence.objects.filter(corpus=corpus, lang="en")}
@@ -37,9 +44,7 @@ def test_train_encoder_run_registers_a_versioned_artefact_that_mining_can_use():
     _execute(corpus, params=params)
     assert Artefact.objects.filter(kind=ArtefactKind.ENCODER, name="dan").order_by("-version").first().version == 2
 
-    mine = _execute(corpus, kind=RunKind.SENTENCE, encoder=artefact)
-    assert mine.status == JobStatus.SUCCEEDED, mine.error
-    assert SentencePairCandidate.objects.filter(run=mine).count() > 0
+    _assert_mines_with(corpus, artefact)
 
 
 @pytest.mark.django_db
@@ -60,9 +65,7 @@ def test_adapter_training_run_registers_an_adapted_encoder_that_mining_can_use()
     artefact = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="adapted")
     assert artefact.params["base"] == "usem3" and artefact.metrics["train_pairs"] == len(PAIRS)
     assert artefact.metrics["best_epoch"] == 2
-    mine = _execute(corpus, kind=RunKind.SENTENCE, encoder=artefact)
-    assert mine.status == JobStatus.SUCCEEDED, mine.error
-    assert SentencePairCandidate.objects.filter(run=mine).count() > 0
+    _assert_mines_with(corpus, artefact)
 
 
 @pytest.mark.django_db
@@ -102,9 +105,7 @@ def test_training_on_a_background_corpus_weights_the_runs_own_pairs_and_combines
     assert (combined.src_lang, combined.tgt_lang) == ("en", "fr")
     encoder = load_encoder(combined)
     assert encoder.dim == load_encoder(adapted).dim + load_encoder(dan).dim and encoder.weights == (0.8, 0.2)
-    mine = _execute(corpus, kind=RunKind.SENTENCE, encoder=combined)
-    assert mine.status == JobStatus.SUCCEEDED, mine.error
-    assert SentencePairCandidate.objects.filter(run=mine).count() > 0
+    _assert_mines_with(corpus, combined)
 
     call_command("combine_encoders", "adapted=3", f"{encoder_default().name}:1=1")
     assert Artefact.objects.get(name="combined", version=2).params["members"][1]["weight"] == 1.0
