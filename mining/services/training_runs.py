@@ -40,23 +40,20 @@ def _check_names(params: dict, allowed: set[str]) -> None:
 
 def dan_config_from(params: dict) -> DanConfig:
     """A DanConfig from a run's parameters (unknown names are rejected, so typos do not pass silently)."""
-    _check_names(params, DAN_PARAM_NAMES | {"hard_negative_stage", "domain_weight"})
-    _domain_weight(params)
+    _check_names(params, DAN_PARAM_NAMES | {"hard_negative_stage"})
     return DanConfig(**{k: v for k, v in params.items() if k in DAN_PARAM_NAMES})
 
 
 def adapter_config_from(params: dict) -> AdapterConfig:
     """An AdapterConfig from a run's parameters (unknown names are rejected)."""
     _check_names(params, ADAPTER_PARAM_NAMES | {"base"})
-    _domain_weight(params)
     return AdapterConfig(**{k: v for k, v in params.items() if k in ADAPTER_PARAM_NAMES})
 
 
-def _domain_weight(params: dict) -> int:
+def _check_domain_weight(params: dict) -> None:
     weight = params.get("domain_weight", 1)
     if not isinstance(weight, int) or isinstance(weight, bool) or weight < 1:
         raise ValueError(f"domain_weight must be a whole number >= 1, got {weight!r}")
-    return weight
 
 
 def training_pairs(run: MiningRun, params: dict) -> tuple[list[tuple[str, str]], np.ndarray]:
@@ -80,6 +77,7 @@ def training_config_from(params: dict) -> DanConfig | AdapterConfig:
     model = params.get("model", "dan")
     if model not in ENCODER_MODELS:
         raise ValueError(f"unknown encoder model {model!r}; choose one of {', '.join(ENCODER_MODELS)}")
+    _check_domain_weight(params)
     return adapter_config_from(params) if model == "adapter" else dan_config_from(params)
 
 
@@ -111,22 +109,19 @@ def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     if isinstance(config, AdapterConfig):
         return _train_adapter(run, reporter, config, params, pairs, domain, folder)
-    # The DAN sees the run corpus's pairs domain_weight times (repeated texts are never their own negatives).
-    own = [p for p, inside in zip(pairs, domain, strict=True) if inside]
-    weighted = own * (_domain_weight(params) - 1) + pairs
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
     encoder = train_dan(
-        [s for s, _ in weighted], [t for _, t in weighted], src_lang=run.src_lang, tgt_lang=run.tgt_lang,
+        [s for s, _ in pairs], [t for _, t in pairs], src_lang=run.src_lang, tgt_lang=run.tgt_lang,
         config=config, seed=int(params.get("seed", 0)), checkpoint_path=folder / "checkpoint.pt",
-        progress=reporter.progress, hard_negatives=bool(params.get("hard_negative_stage", True)),
+        progress=reporter.progress, hard_negatives=bool(params.get("hard_negative_stage", True)), domain=domain,
     )
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
     final = folder / "model.pt"
     encoder.save(final)
     artefact = artefact_create(kind=ArtefactKind.ENCODER, name="dan", path=final, run=run,
                                params={**config.to_dict(), **params},
-                               metrics={"train_pairs": len(pairs), "domain_pairs": len(own)})
+                               metrics={"train_pairs": len(pairs), "domain_pairs": int(domain.sum())})
     return {"artefact_id": artefact.pk, "version": artefact.version, "train_pairs": len(pairs)}
 
 

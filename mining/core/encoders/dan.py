@@ -60,6 +60,7 @@ class DanConfig:
         mining_batch_size: queries per kNN call when mining hard negatives.
         checkpoint_every: also checkpoint every this many steps (0: only at epoch ends).
         bigrams: hash word bigrams besides unigrams (False: a bag of unigrams, as Document BoW uses).
+        domain_weight: with ``train_dan(domain=...)``, how many times each in-domain pair is seen per epoch.
     """
 
     n_buckets: int = 2**18
@@ -78,6 +79,7 @@ class DanConfig:
     mining_batch_size: int = 4096
     checkpoint_every: int = 0
     bigrams: bool = True
+    domain_weight: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
@@ -87,6 +89,8 @@ class DanConfig:
             raise ValueError("batch_size must be >= 2 (in-batch negatives)")
         if min(self.epochs, self.hard_epochs, self.hard_negatives, self.checkpoint_every) < 0:
             raise ValueError("epochs, hard_epochs, hard_negatives and checkpoint_every must be >= 0")
+        if self.domain_weight < 1:
+            raise ValueError(f"domain_weight must be >= 1, got {self.domain_weight}")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-type dict (for checkpoints)."""

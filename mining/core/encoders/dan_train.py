@@ -163,12 +163,22 @@ def _fingerprint(src: Sequence[str], tgt: Sequence[str], langs: tuple[str, str],
     return h.hexdigest()
 
 
+def _weigh_domain(src: list[str], tgt: list[str], domain: list[bool], weight: int) -> tuple[list[str], list[str]]:
+    """The pairs with each in-domain pair repeated `weight - 1` more times (ahead of the rest)."""
+    if len(domain) != len(src):
+        raise ValueError(f"domain must be one flag per pair ({len(src)}), got {len(domain)}")
+    own = [i for i, inside in enumerate(domain) if inside] * (weight - 1)
+    return [src[i] for i in own] + src, [tgt[i] for i in own] + tgt
+
+
 def _config_key(config: DanConfig) -> dict[str, Any]:
     """The config as fingerprinted: options added later enter only when off their default, so checkpoints written
     before they existed still resume."""
     key = config.to_dict()
     if key["bigrams"]:
         del key["bigrams"]
+    if key["domain_weight"] == 1:
+        del key["domain_weight"]
     return key
 
 
@@ -183,6 +193,7 @@ def train_dan(
     checkpoint_path: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     hard_negatives: bool = True,
+    domain: Sequence[bool] | None = None,
 ) -> DanEncoder:
     """Train a DAN dual encoder on gold pairs (``src_texts[i]`` translates to ``tgt_texts[i]``).
 
@@ -196,6 +207,8 @@ def train_dan(
             same data, languages, config and seed, training resumes from it.
         progress: ``progress(done, total)`` in optimisation steps over both stages.
         hard_negatives: run the second, hard-negative stage.
+        domain: one flag per pair, True for the text the encoder is for (the others are background pairs): those
+            pairs are seen ``config.domain_weight`` times per epoch (repeated texts are never their own negatives).
 
     Returns:
         The trained encoder (source tower for ``src_lang``, target tower for ``tgt_lang``).
@@ -207,6 +220,8 @@ def train_dan(
         raise ValueError(f"{len(src_texts)} source texts but {len(tgt_texts)} target texts")
     if len(src_texts) < 2:
         raise ValueError("need at least 2 pairs (in-batch negatives)")
+    if domain is not None:
+        src_texts, tgt_texts = _weigh_domain(src_texts, tgt_texts, list(domain), config.domain_weight)
     use_hard = hard_negatives and config.hard_negatives > 0 and config.hard_epochs > 0
     stages = [(1, config.epochs)] + ([(2, config.hard_epochs)] if use_hard else [])
     fingerprint = _fingerprint(src_texts, tgt_texts, (src_lang, tgt_lang), (_config_key(config), seed, use_hard))

@@ -249,3 +249,16 @@ def test_batch_masks_keep_other_gold_pairs_out_of_the_negatives(monkeypatch):
     # Batch targets A1, B, B: the negatives are A2 and D (A1 and B are in the batch); A2 is gold for row "a".
     assert captured["extra"].shape[0] == 2
     np.testing.assert_array_equal(captured["extra_exclude"].numpy(), [[True, False], [False, False], [False, False]])
+
+
+def test_domain_pairs_are_repeated_domain_weight_times_and_checked():
+    from mining.core.encoders.dan_train import _weigh_domain
+
+    src, tgt = ["a", "b", "c"], ["x", "y", "z"]
+    assert _weigh_domain(src, tgt, [True, False, True], 3) == (["a", "c", "a", "c", "a", "b", "c"],
+                                                               ["x", "z", "x", "z", "x", "y", "z"])
+    assert _weigh_domain(src, tgt, [True, False, True], 1) == (src, tgt)
+    with pytest.raises(ValueError, match="one flag per pair"):
+        train_dan(src, tgt, src_lang="en", tgt_lang="fr", domain=[True])
+    with pytest.raises(ValueError, match="domain_weight"):
+        DanConfig(domain_weight=0)
