@@ -182,9 +182,10 @@ def test_mined_hard_negatives_are_the_best_non_gold_targets():
 def test_fine_tune_ranks_bad_targets_lower_without_touching_the_input(trained):
     before = _weights(trained)
     good = list(zip(TEST_S[:10], TEST_T[:10], strict=True))
-    bad = [(TEST_S[10 + i], TEST_T[10 + (i + 1) % 10]) for i in range(10)]  # targets apart from the GOOD ones
+    # BAD pairs as reviewers see them: near-translations (the GOOD target with its first word wrong), which the
+    # encoder scores high. Targets it already scores low give the softmax no gradient, so they would test nothing.
+    bad = [(s, " ".join([f"t{(i * 13 + 5) % 60}", *t.split()[1:]])) for i, (s, t) in enumerate(good)]
     replay = list(zip(TRAIN_S, TRAIN_T, strict=True))
-    config = FineTuneConfig(epochs=3, lr=1e-3, emb_lr=3e-2, validation_share=0.0, seed=0)
 
     def bad_rank_loss(enc: DanEncoder) -> float:
         """Mean softmax share of the BAD targets against each GOOD pair's own target."""
@@ -193,16 +194,21 @@ def test_fine_tune_ranks_bad_targets_lower_without_touching_the_input(trained):
         own, other = (u * v).sum(axis=1, keepdims=True), u @ bv.T
         return float(np.exp(20 * (other - own)).sum(axis=1).mean())
 
-    result = fine_tune_dan(trained, good, bad, replay_pairs=replay, config=config)
-    control = fine_tune_dan(trained, good, [], replay_pairs=replay, config=config)
-    assert result.best_epoch == 3 and result.validation == () and result.n_hard_negatives == 10
+    losses = []
+    for seed in range(3):  # one draw is noisy on so small a set; the sum over three is not
+        config = FineTuneConfig(epochs=3, lr=1e-3, emb_lr=3e-2, validation_share=0.0, seed=seed)
+        result = fine_tune_dan(trained, good, bad, replay_pairs=replay, config=config)
+        control = fine_tune_dan(trained, good, [], replay_pairs=replay, config=config)
+        assert result.best_epoch == 3 and result.validation == () and result.n_hard_negatives == 10
+        assert p_at_1(result.encoder.encode(TEST_S, "en"), result.encoder.encode(TEST_T, "fr")) > 0.8
+        losses.append((bad_rank_loss(result.encoder), bad_rank_loss(control.encoder)))
+        if seed == 0:
+            again = fine_tune_dan(trained, good, bad, replay_pairs=replay, config=config)
+            _assert_same_weights(result.encoder, again.encoder)
     # The same training without the BAD targets leaves them more competitive against the GOOD pairs.
-    assert bad_rank_loss(result.encoder) < 0.5 * bad_rank_loss(control.encoder)
-    assert p_at_1(result.encoder.encode(TEST_S, "en"), result.encoder.encode(TEST_T, "fr")) > 0.8
+    assert sum(r for r, _ in losses) < 0.85 * sum(c for _, c in losses)
     for key, value in trained.model.state_dict().items():
         assert torch.equal(value, before[key]), key
-    again = fine_tune_dan(trained, good, bad, replay_pairs=replay, config=config)
-    _assert_same_weights(result.encoder, again.encoder)
 
 
 def test_fine_tune_keeps_the_starting_weights_when_no_epoch_validates_better(trained):
