@@ -61,6 +61,8 @@ class DanConfig:
         checkpoint_every: also checkpoint every this many steps (0: only at epoch ends).
         bigrams: hash word bigrams besides unigrams (False: a bag of unigrams, as Document BoW uses).
         domain_weight: with ``train_dan(domain=...)``, how many times each in-domain pair is seen per epoch.
+        char_ngrams: lengths of the character n-grams each word adds to its features (fastText's subwords, e.g.
+            (3, 4, 5)); empty: words and bigrams only. Helps languages that compound and inflect (German).
     """
 
     n_buckets: int = 2**18
@@ -80,9 +82,13 @@ class DanConfig:
     checkpoint_every: int = 0
     bigrams: bool = True
     domain_weight: int = 1
+    char_ngrams: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        object.__setattr__(self, "char_ngrams", tuple(sorted({int(n) for n in self.char_ngrams})))
+        if any(n < 2 for n in self.char_ngrams):
+            raise ValueError(f"char_ngrams lengths must be >= 2, got {self.char_ngrams}")
         if self.n_buckets < 2 or self.emb_dim < 1 or self.out_dim < 1 or not self.hidden:
             raise ValueError(f"bad DAN architecture: {self}")
         if self.batch_size < 2:
@@ -103,7 +109,7 @@ class DanConfig:
 
     def hasher(self) -> FeatureHasher:
         """The feature hasher this configuration's towers read."""
-        return FeatureHasher(self.n_buckets, bigrams=self.bigrams)
+        return FeatureHasher(self.n_buckets, bigrams=self.bigrams, char_ngrams=self.char_ngrams)
 
 
 class DanTower(nn.Module):

@@ -179,6 +179,8 @@ def _config_key(config: DanConfig) -> dict[str, Any]:
         del key["bigrams"]
     if key["domain_weight"] == 1:
         del key["domain_weight"]
+    if not key["char_ngrams"]:
+        del key["char_ngrams"]
     return key
 
 

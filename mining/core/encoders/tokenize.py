@@ -2,6 +2,8 @@
 
 A sentence becomes its lower-cased word unigrams plus (by default) its word bigrams, each hashed into one of
 ``n_buckets`` rows of an embedding table; without bigrams the features ignore word order (a bag of words).
+Optionally each word also contributes its character n-grams (fastText's subwords: the n-grams of ``<word>``), so
+words that share a stem or the parts of a compound ("Uhrzeigersinn", "Uhrzeigersinns") share features.
 Token hashes are 64-bit BLAKE2b digests (stable across processes and machines, unlike ``hash()``), memoised per
 distinct token; bigram hashes are mixed from the two unigram hashes in numpy, so the per-token Python work is one
 regex match and one dict lookup.
@@ -91,23 +93,50 @@ class FeatureHasher:
         bigrams: also hash word bigrams (False: unigrams only, so word order is ignored).
     """
 
-    def __init__(self, n_buckets: int, max_cache: int = 2_000_000, *, bigrams: bool = True) -> None:
+    def __init__(self, n_buckets: int, max_cache: int = 2_000_000, *, bigrams: bool = True,
+                 char_ngrams: Sequence[int] = ()) -> None:
         if n_buckets < 2:
             raise ValueError(f"n_buckets must be >= 2, got {n_buckets}")
+        if any(int(n) < 2 for n in char_ngrams):
+            raise ValueError(f"character n-gram lengths must be >= 2, got {tuple(char_ngrams)}")
         self.n_buckets = n_buckets
         self.max_cache = max_cache
         self.bigrams = bigrams
+        self.char_ngrams = tuple(sorted({int(n) for n in char_ngrams}))
         self._cache = _HashCache()
+        self._subwords = _SubwordCache(self)
 
     def token_hashes(self, tokens: Sequence[str]) -> np.ndarray:
         """(len(tokens),) uint64 stable hashes."""
         if len(self._cache) > self.max_cache:
             self._cache.clear()
+            self._subwords.clear()
         return np.fromiter(map(self._cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+
+    def subword_ids(self, token: str) -> np.ndarray:
+        """(m,) int64 bucket ids of the character n-grams of ``<token>`` (none for punctuation, digits-only tokens
+        and tokens of one character)."""
+        return self._subwords[token]
 
     def __call__(self, texts: Sequence[str]) -> HashedBatch:
         """Hash the features of ``texts`` (n strings) into a ``HashedBatch``."""
         token_lists = [tokenize(t) for t in texts]
+        words = self._word_features(token_lists)
+        if not self.char_ngrams:
+            return words
+        tokens = list(itertools.chain.from_iterable(token_lists))
+        subs = [self._subwords[t] for t in tokens]
+        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+        sent_of_token = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
+        per_token = np.fromiter(map(len, subs), dtype=np.int64, count=len(subs))
+        sub_offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(sent_of_token, weights=per_token, minlength=len(token_lists)).astype(np.int64),
+                  out=sub_offsets[1:])
+        sub_ids = np.concatenate(subs) if subs else np.zeros(0, dtype=np.int64)
+        return _concat_rows(words, HashedBatch(sub_ids, sub_offsets))
+
+    def _word_features(self, token_lists: list[list[str]]) -> HashedBatch:
+        """Each sentence's unigram ids, then its bigram ids."""
         lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
         hashes = self.token_hashes(list(itertools.chain.from_iterable(token_lists)))
         buckets = np.uint64(self.n_buckets)
@@ -138,3 +167,37 @@ class FeatureHasher:
             np.int64
         )
         return HashedBatch(ids, offsets)
+
+
+class _SubwordCache(dict):
+    """token -> (m,) int64 bucket ids of its character n-grams, computed on first use."""
+
+    _SALT = "\x00"  # prefixed to every n-gram, so an n-gram never hashes like the word it spells ("<a>" vs "a")
+
+    def __init__(self, hasher: FeatureHasher) -> None:
+        super().__init__()
+        self._hasher = hasher
+
+    def __missing__(self, token: str) -> np.ndarray:
+        value = np.zeros(0, dtype=np.int64)
+        if len(token) > 1 and token.isalnum() and not token.isdigit():
+            marked = f"<{token}>"
+            grams = [self._SALT + marked[i:i + n] for n in self._hasher.char_ngrams
+                     for i in range(len(marked) - n + 1)]
+            hashes = np.fromiter(map(self._hasher._cache.__getitem__, grams), dtype=np.uint64, count=len(grams))
+            value = (hashes % np.uint64(self._hasher.n_buckets)).astype(np.int64)
+        self[token] = value
+        return value
+
+
+def _concat_rows(a: HashedBatch, b: HashedBatch) -> HashedBatch:
+    """Row i of the result is row i of `a` followed by row i of `b` (both batches of n rows)."""
+    counts_a, counts_b = a.counts, b.counts
+    offsets = np.zeros(len(a) + 1, dtype=np.int64)
+    np.cumsum(counts_a + counts_b, out=offsets[1:])
+    ids = np.empty(offsets[-1], dtype=np.int64)
+    row_a = np.repeat(np.arange(len(a), dtype=np.int64), counts_a)
+    row_b = np.repeat(np.arange(len(b), dtype=np.int64), counts_b)
+    ids[offsets[:-1][row_a] + np.arange(len(a.ids), dtype=np.int64) - a.offsets[:-1][row_a]] = a.ids
+    ids[offsets[:-1][row_b] + counts_a[row_b] + np.arange(len(b.ids), dtype=np.int64) - b.offsets[:-1][row_b]] = b.ids
+    return HashedBatch(ids, offsets)

@@ -48,6 +48,25 @@ def test_train_encoder_run_registers_a_versioned_artefact_that_mining_can_use():
 
 
 @pytest.mark.django_db
+def test_train_encoder_command_passes_character_ngrams():
+    from django.core.management import CommandError, call_command
+
+    from mining.services.encoders import load_encoder
+
+    corpus = _with_gold("train-sub")
+    call_command("train_encoder", "train-sub", "--src", "en", "--tgt", "fr", "--epochs", "1", "--hard-epochs", "1",
+                 "--hard-negatives", "2", "--batch-size", "8", "--char-ngrams", "3,4")
+    artefact = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="dan")
+    config = load_encoder(artefact).model.config
+    assert config.char_ngrams == (3, 4)
+    _assert_mines_with(corpus, artefact)
+    for args, message in ((["--char-ngrams", "3,x"], "whole numbers"), (["--char-ngrams", "1"], "char_ngrams"),
+                          (["--model", "adapter", "--char-ngrams", "3"], "unknown training parameters: char_ngrams")):
+        with pytest.raises(CommandError, match=message):
+            call_command("train_encoder", "train-sub", "--src", "en", "--tgt", "fr", *args)
+
+
+@pytest.mark.django_db
 def test_training_rejects_unknown_parameters_and_corpora_without_gold():
     corpus = _corpus("no-gold")
     run = _execute(corpus, params={"epoch": 3})

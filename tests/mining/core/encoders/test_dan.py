@@ -64,6 +64,41 @@ def test_hashed_features_unigrams_then_bigrams_and_take():
     assert isinstance(sub, HashedBatch) and batch.ids.max() < (1 << 20)
 
 
+def test_char_ngrams_follow_each_sentences_word_features():
+    words = FeatureHasher(1 << 20)
+    hasher = FeatureHasher(1 << 20, char_ngrams=(3, 4))
+    texts = ["uhrzeigersinn drehen", "", "drehen !", "a 42"]
+    plain, batch = words(texts), hasher(texts)
+    # "<drehen>" has 6 3-grams and 5 4-grams; "!", "a" and "42" add none; "<uhrzeigersinn>" has 13 + 12.
+    np.testing.assert_array_equal(batch.counts, plain.counts + [25 + 11, 0, 11, 0])
+    for i in range(len(texts)):
+        row = batch.ids[batch.offsets[i]:batch.offsets[i + 1]]
+        np.testing.assert_array_equal(row[: plain.counts[i]], plain.ids[plain.offsets[i]:plain.offsets[i + 1]])
+    drehen = hasher.subword_ids("drehen")
+    np.testing.assert_array_equal(batch.ids[batch.offsets[2] + 3:batch.offsets[3]], drehen)
+    np.testing.assert_array_equal(batch.ids[batch.offsets[1] - 11:batch.offsets[1]], drehen)
+    # An inflected form shares most n-grams; a word never hashes like the n-gram that spells it.
+    assert len(set(drehen) & set(hasher.subword_ids("drehend"))) >= 8
+    assert hasher.subword_ids("ab").tolist() and words(["<ab"]).ids[0] not in hasher.subword_ids("ab")
+    with pytest.raises(ValueError, match="n-gram"):
+        FeatureHasher(64, char_ngrams=(1,))
+    with pytest.raises(ValueError, match="char_ngrams"):
+        DanConfig(char_ngrams=(3, 1))
+
+
+def test_dan_with_char_ngrams_trains_saves_and_loads(tmp_path):
+    config = DanConfig(n_buckets=4096, emb_dim=16, hidden=(16, 16), out_dim=8, batch_size=4, epochs=1, hard_epochs=0,
+                       char_ngrams=(3,))
+    src = ["the cat sleeps", "a dog barks", "birds sing", "the sun shines", "rain falls", "wind blows"]
+    tgt = ["le chat dort", "un chien aboie", "les oiseaux chantent", "le soleil brille", "la pluie tombe",
+           "le vent souffle"]
+    encoder = train_dan(src, tgt, src_lang="en", tgt_lang="fr", config=config, seed=0)
+    encoder.save(tmp_path / "dan.pt")
+    again = DanEncoder.load(tmp_path / "dan.pt")
+    assert again.model.config.char_ngrams == (3,)
+    np.testing.assert_array_equal(again.encode(["the cats sleep"], "en"), encoder.encode(["the cats sleep"], "en"))
+
+
 def test_hashing_is_stable_across_processes():
     code = "from mining.core.encoders.tokenize import FeatureHasher; print(FeatureHasher(1000)(['x y z']).ids.tolist())"
     runs = [
