@@ -256,7 +256,7 @@ def evaluate_mining(
     `k` may list several neighbourhood sizes: the kNN is searched once, at the largest, and every margin x
     strategy is scored at each (the paper's k = 4 suits sparse parallel data; with many near-paraphrases on the
     target side, as in a manual, a wider neighbourhood can separate translations better)."""
-    ks = [k] if isinstance(k, int) else list(dict.fromkeys(k))
+    ks = [int(k)] if isinstance(k, int | np.integer) else [int(x) for x in dict.fromkeys(k)]
     if not ks or min(ks) < 1:
         raise ValueError(f"k must be one or more sizes >= 1, got {k!r}")
     knn = knn_fn(src_emb, tgt_emb, max(ks))

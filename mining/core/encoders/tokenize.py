@@ -91,6 +91,8 @@ class FeatureHasher:
         n_buckets: rows of the embedding table the ids index.
         max_cache: distinct tokens memoised before the cache is reset (bounds memory on huge corpora).
         bigrams: also hash word bigrams (False: unigrams only, so word order is ignored).
+        char_ngrams: lengths of the character n-grams of ``<word>`` each word of two or more letters adds after
+            the sentence's words and bigrams (empty: none).
     """
 
     def __init__(self, n_buckets: int, max_cache: int = 2_000_000, *, bigrams: bool = True,
@@ -172,7 +174,7 @@ class FeatureHasher:
 class _SubwordCache(dict):
     """token -> (m,) int64 bucket ids of its character n-grams, computed on first use."""
 
-    _SALT = "\x00"  # prefixed to every n-gram, so an n-gram never hashes like the word it spells ("<a>" vs "a")
+    _SALT = "\x00"  # prefixed to every n-gram, so the n-gram "cat" of "<cats>" does not share the word "cat"'s row
 
     def __init__(self, hasher: FeatureHasher) -> None:
         super().__init__()

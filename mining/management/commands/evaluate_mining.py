@@ -20,7 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--n-gold", type=int, default=None, help="number of gold pairs to hide")
         parser.add_argument("--min-words", type=int, default=5)
         parser.add_argument("--k", default="4",
-                            help="margin neighbourhood size, or several separated by commas (e.g. 4,16): each is scored")
+                            help="margin neighbourhood size, or several separated by commas (4,16): each is scored")
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, **o):
