@@ -123,24 +123,24 @@ class FeatureHasher:
     def __call__(self, texts: Sequence[str]) -> HashedBatch:
         """Hash the features of ``texts`` (n strings) into a ``HashedBatch``."""
         token_lists = [tokenize(t) for t in texts]
-        words = self._word_features(token_lists)
+        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+        tokens = list(itertools.chain.from_iterable(token_lists))
+        words = self._word_features(lengths, tokens)
         if not self.char_ngrams:
             return words
-        tokens = list(itertools.chain.from_iterable(token_lists))
         subs = [self._subwords[t] for t in tokens]
-        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
-        sent_of_token = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
         per_token = np.fromiter(map(len, subs), dtype=np.int64, count=len(subs))
-        sub_offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(sent_of_token, weights=per_token, minlength=len(token_lists)).astype(np.int64),
+        sent_of_token = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        sub_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(sent_of_token, weights=per_token, minlength=len(lengths)).astype(np.int64),
                   out=sub_offsets[1:])
         sub_ids = np.concatenate(subs) if subs else np.zeros(0, dtype=np.int64)
         return _concat_rows(words, HashedBatch(sub_ids, sub_offsets))
 
-    def _word_features(self, token_lists: list[list[str]]) -> HashedBatch:
-        """Each sentence's unigram ids, then its bigram ids."""
-        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
-        hashes = self.token_hashes(list(itertools.chain.from_iterable(token_lists)))
+    def _word_features(self, lengths: np.ndarray, tokens: list[str]) -> HashedBatch:
+        """Each sentence's unigram ids, then its bigram ids (`lengths`: tokens per sentence; `tokens`: all of them
+        in order)."""
+        hashes = self.token_hashes(tokens)
         buckets = np.uint64(self.n_buckets)
         if not self.bigrams:
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
