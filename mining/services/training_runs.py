@@ -50,12 +50,6 @@ def adapter_config_from(params: dict) -> AdapterConfig:
     return AdapterConfig(**{k: v for k, v in params.items() if k in ADAPTER_PARAM_NAMES})
 
 
-def _check_domain_weight(params: dict) -> None:
-    weight = params.get("domain_weight", 1)
-    if not isinstance(weight, int) or isinstance(weight, bool) or weight < 1:
-        raise ValueError(f"domain_weight must be a whole number >= 1, got {weight!r}")
-
-
 def training_pairs(run: MiningRun, params: dict) -> tuple[list[tuple[str, str]], np.ndarray]:
     """The run corpus's gold pairs (at most `max_pairs`), then the background corpus's; and which are the run's."""
     pairs = gold_pairs_of(run.src_corpus, run.src_lang, run.tgt_lang)
@@ -77,7 +71,6 @@ def training_config_from(params: dict) -> DanConfig | AdapterConfig:
     model = params.get("model", "dan")
     if model not in ENCODER_MODELS:
         raise ValueError(f"unknown encoder model {model!r}; choose one of {', '.join(ENCODER_MODELS)}")
-    _check_domain_weight(params)
     return adapter_config_from(params) if model == "adapter" else dan_config_from(params)
 
 

@@ -25,7 +25,14 @@ import torch
 from torch import nn
 
 from mining.core.docmatch import paired_towers
-from mining.core.encoders.base import DEFAULT_BATCH_SIZE, Progress, SentenceEncoder, UnsupportedLanguage, normalize_lang
+from mining.core.encoders.base import (
+    DEFAULT_BATCH_SIZE,
+    Progress,
+    SentenceEncoder,
+    UnsupportedLanguage,
+    check_domain_weight,
+    normalize_lang,
+)
 from mining.core.encoders.dan_train import _index_texts, mine_hard_negatives
 from mining.core.knn import knn_exact
 from mining.core.losses import additive_margin_softmax_loss
@@ -57,6 +64,9 @@ class AdapterConfig:
     validation: float = 0.05
     max_validation: int = 2000
     domain_weight: int = 1
+
+    def __post_init__(self) -> None:
+        check_domain_weight(self.domain_weight)
 
 
 class AdapterModel(nn.Module):
@@ -168,8 +178,6 @@ def train_adapter(
         domain = np.asarray(domain, dtype=bool)
         if domain.shape != (n,):
             raise ValueError(f"domain must be one flag per pair ({n}), got shape {domain.shape}")
-    if config.domain_weight < 1:
-        raise ValueError(f"domain_weight must be >= 1, got {config.domain_weight}")
     train_rows, val_rows = _validation_split(n, config, seed, domain)
     epoch_rows = _epoch_rows(train_rows, domain, config.domain_weight)
     model = AdapterModel(src_emb.shape[1], config, seed)

@@ -37,6 +37,12 @@ def normalize_lang(lang: str) -> str:
     return lang.strip().lower().replace("_", "-").split("-", 1)[0]
 
 
+def check_domain_weight(weight: object) -> None:
+    """Raise ValueError unless `weight` (times each in-domain pair is seen per epoch) is a whole number >= 1."""
+    if not isinstance(weight, int) or isinstance(weight, bool) or weight < 1:
+        raise ValueError(f"domain_weight must be a whole number >= 1, got {weight!r}")
+
+
 def l2_normalize(x: np.ndarray) -> np.ndarray:
     """Row-wise L2 normalisation into a new float32 array; all-zero rows stay zero.
 

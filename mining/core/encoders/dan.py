@@ -23,7 +23,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mining.core.encoders.base import DEFAULT_BATCH_SIZE, Progress, SentenceEncoder, normalize_lang
+from mining.core.encoders.base import (
+    DEFAULT_BATCH_SIZE,
+    Progress,
+    SentenceEncoder,
+    check_domain_weight,
+    normalize_lang,
+)
 from mining.core.encoders.tokenize import FeatureHasher, HashedBatch
 
 logger = logging.getLogger(__name__)
@@ -95,8 +101,7 @@ class DanConfig:
             raise ValueError("batch_size must be >= 2 (in-batch negatives)")
         if min(self.epochs, self.hard_epochs, self.hard_negatives, self.checkpoint_every) < 0:
             raise ValueError("epochs, hard_epochs, hard_negatives and checkpoint_every must be >= 0")
-        if self.domain_weight < 1:
-            raise ValueError(f"domain_weight must be >= 1, got {self.domain_weight}")
+        check_domain_weight(self.domain_weight)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-type dict (for checkpoints)."""
