@@ -2,6 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
+from mining.management.commands._args import comma_ints
 from mining.models import Artefact, ArtefactKind, Corpus
 from mining.services.encoders import encoder_default, load_encoder
 from mining.services.evaluation import bucc_from_corpus, evaluate_corpus, format_report
@@ -19,17 +20,11 @@ class Command(BaseCommand):
         parser.add_argument("--share", type=float, default=0.04, help="parallel share of the test set")
         parser.add_argument("--n-gold", type=int, default=None, help="number of gold pairs to hide")
         parser.add_argument("--min-words", type=int, default=5)
-        parser.add_argument("--k", default="4",
+        parser.add_argument("--k", type=comma_ints(minimum=1), default=[4],
                             help="margin neighbourhood size, or several separated by commas (4,16): each is scored")
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, **o):
-        try:
-            ks = [int(x) for x in str(o["k"]).split(",")]
-        except ValueError:
-            raise CommandError(f"--k must be whole numbers separated by commas, got '{o['k']}'") from None
-        if min(ks) < 1:
-            raise CommandError(f"--k sizes must be >= 1, got '{o['k']}'")
         corpus = Corpus.objects.filter(name=o["corpus"]).first()
         if corpus is None:
             raise CommandError(f"no corpus named '{o['corpus']}'")
@@ -47,6 +42,6 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         if len(bucc.gold) == 0:
             raise CommandError("no gold pairs left after the quality checks (try --min-words 1)")
-        report = evaluate_corpus(bucc, load_encoder(artefact), o["src"], o["tgt"], k=ks)
+        report = evaluate_corpus(bucc, load_encoder(artefact), o["src"], o["tgt"], k=o["k"])
         self.stdout.write(f"encoder: {artefact}")
         self.stdout.write(format_report(report))

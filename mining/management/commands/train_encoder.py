@@ -3,6 +3,7 @@ gold pairs: the app's DAN, or an adapter over the pretrained encoder (`--base`, 
 
 from django.core.management.base import BaseCommand, CommandError
 
+from mining.management.commands._args import comma_ints
 from mining.models import Corpus, RunKind
 from mining.services.execute import execute_run_service
 from mining.services.runs import run_create
@@ -31,8 +32,9 @@ class Command(BaseCommand):
         parser.add_argument("--background", help="another corpus whose gold pairs are trained on too (general text)")
         parser.add_argument("--domain-weight", type=int,
                             help="times per epoch the corpus's own pairs are seen beside the background's")
-        parser.add_argument("--char-ngrams", help="DAN only: character n-gram lengths each word adds, e.g. 3,4,5 "
-                                                  "(subwords; much better for compounding languages such as German)")
+        parser.add_argument("--char-ngrams", type=comma_ints(),
+                            help="DAN only: character n-gram lengths each word adds, e.g. 3,4,5 (subwords; much "
+                                 "better for compounding languages such as German)")
         parser.add_argument("--async", dest="run_async", action="store_true")
 
     def handle(self, *args, **o):
@@ -42,11 +44,7 @@ class Command(BaseCommand):
         params = {k: o[k] for k in ("epochs", "hard_epochs", "hard_negatives", "margin", "batch_size", "max_pairs",
                                     "base", "lr", "background", "domain_weight") if o[k] is not None}
         if o["char_ngrams"]:
-            try:
-                params["char_ngrams"] = [int(x) for x in o["char_ngrams"].split(",")]
-            except ValueError:
-                raise CommandError(f"--char-ngrams must be whole numbers separated by commas, got "
-                                   f"'{o['char_ngrams']}'") from None
+            params["char_ngrams"] = o["char_ngrams"]
         if o["background"] and not Corpus.objects.filter(name=o["background"]).exists():
             raise CommandError(f"no corpus named '{o['background']}' (--background)")
         params["seed"] = o["seed"]
