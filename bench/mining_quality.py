@@ -202,6 +202,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     usem = Usem3Encoder(threads=args.threads)
+    ks = [int(x) for x in args.k.split(",")]
     summary = []
     for lang in args.langs.split(","):
         manual = load_pairs(datasets(), "en", lang, origins=TEST_ORIGINS)
@@ -250,7 +251,7 @@ def main() -> None:
         print(f"{'encoder':<42}{'k':>3} {'margin':<10}{'strategy':<14}{'thresh':>8}{'P':>7}{'R':>7}{'F1':>7}{'P@1':>7}")
         best_overall = None
         for name, (src, tgt) in embs.items():
-            scores, p1 = evaluate_mining(src, tgt, bucc.gold, k=[int(x) for x in args.k.split(",")])
+            scores, p1 = evaluate_mining(src, tgt, bucc.gold, k=ks)
             for s in scores:
                 print(f"{name:<42}{s.k:>3} {s.margin:<10}{s.strategy:<14}{s.threshold:>8.3f}{100 * s.precision:>7.1f}"
                       f"{100 * s.recall:>7.1f}{100 * s.f1:>7.1f}{100 * p1:>7.1f}")

@@ -86,6 +86,15 @@ def test_char_ngrams_follow_each_sentences_word_features():
         DanConfig(char_ngrams=(3, 1))
 
 
+def test_checkpoint_fingerprint_names_subwords_and_domain_weight_only_when_set():
+    from mining.core.encoders.dan_train import _config_key
+
+    plain = _config_key(DanConfig())
+    assert "char_ngrams" not in plain and "domain_weight" not in plain  # older checkpoints still resume
+    assert _config_key(DanConfig(char_ngrams=(3, 4)))["char_ngrams"] == (3, 4)  # a subword run never resumes them
+    assert _config_key(DanConfig(domain_weight=5))["domain_weight"] == 5
+
+
 def test_dan_with_char_ngrams_trains_saves_and_loads(tmp_path):
     config = DanConfig(n_buckets=4096, emb_dim=16, hidden=(16, 16), out_dim=8, batch_size=4, epochs=1, hard_epochs=0,
                        char_ngrams=(3,))
