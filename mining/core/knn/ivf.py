@@ -1,6 +1,5 @@
-"""The IVF half of `knn`: an IVF-Flat index (one coarse quantizer trained on a seeded sample of both sides),
-searched list by list in big batches (GEMMs) or query by query. Import these through `mining.core.knn`, which
-re-exports them (this module uses its checks and helpers).
+"""Approximate kNN: an IVF-Flat index (one coarse quantizer trained on a seeded sample of both sides),
+searched list by list in big batches (GEMMs) or query by query.
 """
 
 from __future__ import annotations
@@ -13,14 +12,14 @@ import math
 import faiss
 import numpy as np
 
-from mining.core.knn import (
-    _BLAS_DATABASE_BS,
+from mining.core.knn.common import (
+    BLAS_DATABASE_BS,
     Progress,
-    _blas_block,
-    _check,
-    _check_pair,
-    _empty,
-    _missing_to_neg_inf,
+    blas_block,
+    check_matrix,
+    check_pair,
+    empty_result,
+    missing_to_neg_inf,
 )
 from mining.core.types import KnnResult
 
@@ -52,7 +51,7 @@ def build_ivf(
     Returns:
         A trained, empty ``faiss.IndexIVFFlat`` (METRIC_INNER_PRODUCT).
     """
-    x = _check(train, "train")
+    x = check_matrix(train, "train")
     nlist = nlist or _nlist_for(x.shape[0])
     max_train = max_train or _TRAIN_PER_LIST * nlist
     rng = np.random.default_rng(seed)
@@ -68,7 +67,7 @@ def build_ivf(
 def _assign(index: faiss.IndexIVFFlat, x: np.ndarray, nprobe: int) -> np.ndarray:
     """(n, nprobe) int64: each row's nearest inverted lists, best first."""
     out = np.empty((x.shape[0], nprobe), dtype=np.int64)
-    with _blas_block(_BLAS_DATABASE_BS):
+    with blas_block(BLAS_DATABASE_BS):
         for i0 in range(0, x.shape[0], _ASSIGN_BATCH):
             i1 = min(i0 + _ASSIGN_BATCH, x.shape[0])
             out[i0:i1] = index.quantizer.search(x[i0:i1], nprobe)[1]
@@ -95,11 +94,11 @@ def _search_ivf(
         with contextlib.redirect_stdout(io.StringIO()):
             sims, ids = big_batch_search(index, q, k, method="knn_function", verbose=0, q_assign=q_assign)
     else:
-        sims, ids = _empty(q.shape[0], k)
+        sims, ids = empty_result(q.shape[0], k)
         for i0 in range(0, q.shape[0], batch_size):
             i1 = min(i0 + batch_size, q.shape[0])
             sims[i0:i1], ids[i0:i1] = index.search(q[i0:i1], k)
-    return _missing_to_neg_inf(sims, ids), ids.astype(np.int64)
+    return missing_to_neg_inf(sims, ids), ids.astype(np.int64)
 
 
 def _fill(index: faiss.IndexIVFFlat, x: np.ndarray, lists: np.ndarray | None) -> None:
@@ -141,10 +140,10 @@ def knn_approx(
     Returns:
         sims (nq, k') float32 descending (-inf where fewer than k' were found), ids (nq, k') int64 (-1 there).
     """
-    q, b = _check_pair(queries, base, k)
+    q, b = check_pair(queries, base, k)
     k = min(k, b.shape[0])
     if k == 0 or q.shape[0] == 0:
-        return _empty(q.shape[0], k)
+        return empty_result(q.shape[0], k)
     if index is None:
         index = build_ivf(b, nlist=nlist, seed=seed)
     _fill(index, b, None)
@@ -179,7 +178,7 @@ def knn_both_ways_approx(
     Returns:
         KnnResult (missing neighbours have id -1 and similarity -inf).
     """
-    s, t = _check_pair(src, tgt, k)
+    s, t = check_pair(src, tgt, k)
     rng = np.random.default_rng(seed)
     nlist = nlist or _nlist_for(max(1, min(s.shape[0], t.shape[0])))
     want = _TRAIN_PER_LIST * nlist
@@ -202,7 +201,7 @@ def knn_both_ways_approx(
     for step, (q, q_lists, b, b_lists) in enumerate(((s, s_lists, t, t_lists), (t, t_lists, s, s_lists)), start=1):
         kk = min(k, b.shape[0])
         if kk == 0 or q.shape[0] == 0:
-            results.append(_empty(q.shape[0], kk))
+            results.append(empty_result(q.shape[0], kk))
         else:
             _fill(index, b, b_lists)
             try:

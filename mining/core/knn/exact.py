@@ -1,86 +1,34 @@
-"""k nearest neighbours by inner product over L2-normalised float32 rows, in both directions.
-
-Three paths:
+"""Exact kNN by inner product over L2-normalised float32 rows.
 
 * ``knn_exact``: one direction with faiss ``IndexFlatIP`` (BLAS block size tuned).
-* ``knn_both_ways``: exact, both directions from the SAME similarity tiles: one GEMM per tile,
-  then faiss heaps keep the running top-k of the tile's rows and of its columns, so exact
-  mining costs about one matrix product instead of two flat searches.
-* ``knn_approx`` / ``knn_both_ways_approx``: an IVF-Flat index (one coarse quantizer trained on a
-  seeded sample of both sides), searched list by list in big batches (GEMMs) or query by query.
-
-``knn_search`` and ``knn_both`` dispatch on ``KnnMethod``; ``knn_method_for`` picks one by size. The IVF path is in
-``knn_ivf`` and re-exported here.
+* ``knn_both_ways``: both directions from the SAME similarity tiles: one GEMM per tile, then faiss
+  heaps keep the running top-k of the tile's rows and of its columns, so exact mining costs about one
+  matrix product instead of two flat searches.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import enum
 import logging
 import queue
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import faiss
 import numpy as np
 import torch
 
+from mining.core.knn.common import (
+    BLAS_DATABASE_BS,
+    Progress,
+    blas_block,
+    check_pair,
+    empty_result,
+    missing_to_neg_inf,
+)
 from mining.core.types import KnnResult
 
 logger = logging.getLogger(__name__)
-
-Progress = Callable[[int, int], None]
-
-# faiss' default database block (1024) leaves ~20 % of the GEMM rate on the table at d = 512.
-_BLAS_DATABASE_BS = 16384
-
-# Query x base pairs up to which exact search is the default: 50k x 50k (about 2.6e12 flops at d = 512, some 15 s
-# on two cores). IVF overtakes exact at roughly 10-20k rows a side and is 3.6x faster at 100k (PERFORMANCE.md).
-EXACT_MAX_PAIRS = 50_000 * 50_000
-
-
-class KnnMethod(enum.Enum):
-    """Which kNN engine to use."""
-
-    EXACT = "exact"
-    IVF = "ivf"
-
-
-def _check(x: np.ndarray, name: str) -> np.ndarray:
-    """Validate a (n, d) matrix and return it as C-contiguous float32 (no copy if already so)."""
-    if not isinstance(x, np.ndarray) or x.ndim != 2:
-        raise ValueError(f"{name} must be a 2-d numpy array, got {type(x).__name__} {getattr(x, 'shape', None)}")
-    return np.ascontiguousarray(x, dtype=np.float32)
-
-
-def _check_pair(queries: np.ndarray, base: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    q, b = _check(queries, "queries"), _check(base, "base")
-    if q.shape[1] != b.shape[1]:
-        raise ValueError(f"dimension mismatch: {q.shape[1]} vs {b.shape[1]}")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    return q, b
-
-
-def _empty(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.full((n, k), -np.inf, dtype=np.float32), np.full((n, k), -1, dtype=np.int64)
-
-
-@contextlib.contextmanager
-def _blas_block(bs: int) -> Iterator[None]:
-    """Temporarily set faiss' BLAS database block size (a process-wide knob)."""
-    old = faiss.cvar.distance_compute_blas_database_bs
-    faiss.cvar.distance_compute_blas_database_bs = bs
-    try:
-        yield
-    finally:
-        faiss.cvar.distance_compute_blas_database_bs = old
-
-
-def _missing_to_neg_inf(sims: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """faiss marks missing neighbours with id -1 and a sentinel value; make the value -inf."""
-    return np.where(ids >= 0, sims, -np.inf).astype(np.float32)
 
 
 def knn_exact(
@@ -98,20 +46,20 @@ def knn_exact(
     Returns:
         sims (nq, k') float32 descending and ids (nq, k') int64, with k' = min(k, nb).
     """
-    q, b = _check_pair(queries, base, k)
+    q, b = check_pair(queries, base, k)
     k = min(k, b.shape[0])
     if k == 0 or q.shape[0] == 0:
-        return _empty(q.shape[0], k)
+        return empty_result(q.shape[0], k)
     index = faiss.IndexFlatIP(b.shape[1])
     index.add(b)
-    sims, ids = _empty(q.shape[0], k)
-    with _blas_block(_BLAS_DATABASE_BS):
+    sims, ids = empty_result(q.shape[0], k)
+    with blas_block(BLAS_DATABASE_BS):
         for i0 in range(0, q.shape[0], batch_size):
             i1 = min(i0 + batch_size, q.shape[0])
             sims[i0:i1], ids[i0:i1] = index.search(q[i0:i1], k)
             if progress is not None:
                 progress(i1, q.shape[0])
-    return _missing_to_neg_inf(sims, ids), ids
+    return missing_to_neg_inf(sims, ids), ids
 
 
 class _Heaps:
@@ -151,7 +99,7 @@ class _Heaps:
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """Sort every heap (descending) and return (vals, ids)."""
         self._ha.reorder()
-        return _missing_to_neg_inf(self.vals, self.ids), self.ids
+        return missing_to_neg_inf(self.vals, self.ids), self.ids
 
 
 def knn_both_ways(
@@ -188,13 +136,13 @@ def knn_both_ways(
     Returns:
         KnnResult with fwd (n_src, min(k, n_tgt)) and bwd (n_tgt, min(k, n_src)) arrays.
     """
-    s, t = _check_pair(src, tgt, k)
+    s, t = check_pair(src, tgt, k)
     ts, tt = (int(v) for v in tile)
     if ts < 1 or tt < 1:
         raise ValueError(f"tile sizes must be positive, got {tile}")
     n_s, n_t = s.shape[0], t.shape[0]
     if n_s == 0 or n_t == 0:
-        (fs, fi), (bs, bi) = _empty(n_s, min(k, n_t)), _empty(n_t, min(k, n_s))
+        (fs, fi), (bs, bi) = empty_result(n_s, min(k, n_t)), empty_result(n_t, min(k, n_s))
         return KnnResult(fwd_sims=fs, fwd_ids=fi, bwd_sims=bs, bwd_ids=bi)
     n_blocks = -(-n_s // ts)
     workers = max(1, min(int(workers or torch.get_num_threads()), n_blocks))
@@ -286,43 +234,3 @@ def _add_rows(heaps: _Heaps, tile: torch.Tensor, i0: int, ids: np.ndarray) -> No
     else:
         block = tile.T.index_select(1, rows).T.contiguous().numpy()
     heaps.add_subset(hot + i0, block, ids)
-
-
-def knn_method_for(n_queries: int, n_base: int, *, exact_max_pairs: int = EXACT_MAX_PAIRS) -> KnnMethod:
-    """EXACT when n_queries * n_base <= exact_max_pairs (exact is cheap and recall is free there), else IVF."""
-    return KnnMethod.EXACT if int(n_queries) * int(n_base) <= exact_max_pairs else KnnMethod.IVF
-
-
-def knn_search(
-    queries: np.ndarray, base: np.ndarray, k: int, method: KnnMethod = KnnMethod.EXACT, **params: object
-) -> tuple[np.ndarray, np.ndarray]:
-    """One-direction kNN by ``method`` (params go to ``knn_exact`` or ``knn_approx``)."""
-    if method is KnnMethod.EXACT:
-        return knn_exact(queries, base, k, **params)  # type: ignore[arg-type]
-    if method is KnnMethod.IVF:
-        return _ivf.knn_approx(queries, base, k, **params)  # type: ignore[arg-type]
-    raise TypeError(f"method must be a KnnMethod, got {method!r}")
-
-
-def knn_both(
-    src: np.ndarray, tgt: np.ndarray, k: int, method: KnnMethod = KnnMethod.EXACT, **params: object
-) -> KnnResult:
-    """Both-direction kNN by ``method`` (params go to ``knn_both_ways`` or ``knn_both_ways_approx``)."""
-    if method is KnnMethod.EXACT:
-        return knn_both_ways(src, tgt, k, **params)  # type: ignore[arg-type]
-    if method is KnnMethod.IVF:
-        return _ivf.knn_both_ways_approx(src, tgt, k, **params)  # type: ignore[arg-type]
-    raise TypeError(f"method must be a KnnMethod, got {method!r}")
-
-
-# The IVF half imports the helpers above; bound as a module (not its names) so either module may be imported first.
-from mining.core import knn_ivf as _ivf  # noqa: E402
-
-_IVF_NAMES = ("build_ivf", "knn_approx", "knn_both_ways_approx")
-
-
-def __getattr__(name: str) -> object:
-    """Re-export the IVF half: `from mining.core.knn import knn_approx` keeps working."""
-    if name in _IVF_NAMES:
-        return getattr(_ivf, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
