@@ -56,36 +56,58 @@ class JudgementCreateApi(APIView):
                     campaign = campaign_for(request.user, d["campaign"])
                 except Campaign.DoesNotExist:
                     return Response({"detail": "no such campaign among yours"}, status=404)
-                label = label_submit(campaign=campaign, reviewer=request.user, item_id=d.get("item", -1),
-                                     verdict=d["verdict"], reasons=d.get("reasons", []),
-                                     comment=d.get("comment", ""), seconds=d.get("seconds", 0.0))
+                label = label_submit(
+                    campaign=campaign,
+                    reviewer=request.user,
+                    item_id=d.get("item", -1),
+                    verdict=d["verdict"],
+                    reasons=d.get("reasons", []),
+                    comment=d.get("comment", ""),
+                    seconds=d.get("seconds", 0.0),
+                )
                 nxt, _ = item_claim(campaign=campaign, reviewer=request.user)
             else:
-                label = label_pair(reviewer=request.user, verdict=d["verdict"],
-                                   sentence_pair_id=d.get("sentence_pair"), document_pair_id=d.get("document_pair"),
-                                   reasons=d.get("reasons", []), comment=d.get("comment", ""))
+                label = label_pair(
+                    reviewer=request.user,
+                    verdict=d["verdict"],
+                    sentence_pair_id=d.get("sentence_pair"),
+                    document_pair_id=d.get("document_pair"),
+                    reasons=d.get("reasons", []),
+                    comment=d.get("comment", ""),
+                )
                 nxt = None
         except ReviewError as exc:
             return Response({"detail": str(exc)}, status=exc.status)
-        return Response({"id": label.pk, "verdict": label.verdict, "next_item": nxt.pk if nxt else None},
-                        status=status.HTTP_201_CREATED)
+        return Response(
+            {"id": label.pk, "verdict": label.verdict, "next_item": nxt.pk if nxt else None},
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class CampaignCreateIn(serializers.Serializer):
     """Same fields and limits as the campaign form of the pages."""
 
     name = serializers.CharField(max_length=200)
-    runs = serializers.PrimaryKeyRelatedField(many=True, queryset=MiningRun.objects.filter(
-        kind__in=[RunKind.SENTENCE, RunKind.ALIGN], status=JobStatus.SUCCEEDED))
+    runs = serializers.PrimaryKeyRelatedField(
+        many=True,
+        queryset=MiningRun.objects.filter(kind__in=[RunKind.SENTENCE, RunKind.ALIGN], status=JobStatus.SUCCEEDED),
+    )
     reviewers = serializers.PrimaryKeyRelatedField(many=True, queryset=get_user_model().objects.filter(is_active=True))
     sample_size = serializers.IntegerField(min_value=1, max_value=100_000, default=200)
-    sampler = serializers.ChoiceField(choices=Sampler.choices, default=Sampler.UNIFORM,
-                                      help_text="'uncertain': calibrated confidence nearest the pair's threshold "
-                                                "(kept out of precision estimates).")
-    n_uncertain = serializers.IntegerField(min_value=0, max_value=100_000, default=0,
-                                           help_text="Extra uncertain-sampler items per run (active sampling).")
-    threshold = serializers.FloatField(required=False, allow_null=True, default=None,
-                                       help_text="Score threshold of the 'around the threshold' sampler.")
+    sampler = serializers.ChoiceField(
+        choices=Sampler.choices,
+        default=Sampler.UNIFORM,
+        help_text="'uncertain': calibrated confidence nearest the pair's threshold (kept out of precision estimates).",
+    )
+    n_uncertain = serializers.IntegerField(
+        min_value=0, max_value=100_000, default=0, help_text="Extra uncertain-sampler items per run (active sampling)."
+    )
+    threshold = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Score threshold of the 'around the threshold' sampler.",
+    )
     bands = serializers.IntegerField(min_value=2, max_value=20, default=5)
     seed = serializers.IntegerField(default=0)
     overlap = serializers.IntegerField(min_value=1, max_value=10, default=1)
@@ -114,15 +136,33 @@ class CampaignCreateApi(APIView):
         d = ser.validated_data
         try:
             campaign = campaign_create(
-                name=d["name"], runs=d["runs"], reviewers=d["reviewers"], user=request.user,
-                sample_size=d["sample_size"], sampler=d["sampler"], seed=d["seed"], overlap=d["overlap"],
-                guidelines=d["guidelines"], n_controls=d["n_controls"], blind=d["blind"], threshold=d["threshold"],
-                bands=d["bands"], n_uncertain=d["n_uncertain"])
+                name=d["name"],
+                runs=d["runs"],
+                reviewers=d["reviewers"],
+                user=request.user,
+                sample_size=d["sample_size"],
+                sampler=d["sampler"],
+                seed=d["seed"],
+                overlap=d["overlap"],
+                guidelines=d["guidelines"],
+                n_controls=d["n_controls"],
+                blind=d["blind"],
+                threshold=d["threshold"],
+                bands=d["bands"],
+                n_uncertain=d["n_uncertain"],
+            )
         except ReviewError as exc:
             return Response({"detail": str(exc)}, status=exc.status)
-        return Response({"id": campaign.pk, "name": campaign.name, "sampler": campaign.sampler,
-                         "n_uncertain": campaign.n_uncertain, "n_items": campaign.items.count()},
-                        status=status.HTTP_201_CREATED)
+        return Response(
+            {
+                "id": campaign.pk,
+                "name": campaign.name,
+                "sampler": campaign.sampler,
+                "n_uncertain": campaign.n_uncertain,
+                "n_items": campaign.items.count(),
+            },
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class CampaignLabelsApi(APIView):
@@ -150,13 +190,30 @@ class CampaignResultsApi(APIView):
         def num(x):
             return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
-        return Response({
-            "campaign": campaign.pk, "n_items": r["n_items"], "n_labels": r["n_labels"],
-            "runs": [{"run": x.run_id, "name": x.run_name, "labels": x.n_labels, "good_rate": num(x.good_rate),
-                      "low": num(x.low), "high": num(x.high)} for x in r["runs"]],
-            "active": [{"run": x.run_id, "name": x.run_name, "labels": x.n_labels, "good_rate": num(x.good_rate)}
-                       for x in r["active"]],
-            "cohen_kappa": [{"reviewers": list(k), "kappa": num(v[0]), "shared_items": v[1]}
-                            for k, v in r["cohen"].items()],
-            "fleiss_kappa": num(r["fleiss"]), "reviewers": r["reviewers"],
-        })
+        return Response(
+            {
+                "campaign": campaign.pk,
+                "n_items": r["n_items"],
+                "n_labels": r["n_labels"],
+                "runs": [
+                    {
+                        "run": x.run_id,
+                        "name": x.run_name,
+                        "labels": x.n_labels,
+                        "good_rate": num(x.good_rate),
+                        "low": num(x.low),
+                        "high": num(x.high),
+                    }
+                    for x in r["runs"]
+                ],
+                "active": [
+                    {"run": x.run_id, "name": x.run_name, "labels": x.n_labels, "good_rate": num(x.good_rate)}
+                    for x in r["active"]
+                ],
+                "cohen_kappa": [
+                    {"reviewers": list(k), "kappa": num(v[0]), "shared_items": v[1]} for k, v in r["cohen"].items()
+                ],
+                "fleiss_kappa": num(r["fleiss"]),
+                "reviewers": r["reviewers"],
+            }
+        )

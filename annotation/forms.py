@@ -14,16 +14,24 @@ class CampaignForm(forms.Form):
     name = forms.CharField(max_length=200)
     runs = forms.ModelMultipleChoiceField(
         queryset=MiningRun.objects.filter(kind__in=[RunKind.SENTENCE, RunKind.ALIGN], status=JobStatus.SUCCEEDED),
-        widget=forms.CheckboxSelectMultiple)
-    reviewers = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.filter(is_active=True)
-                                               .order_by("username"), widget=forms.CheckboxSelectMultiple)
+        widget=forms.CheckboxSelectMultiple,
+    )
+    reviewers = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.filter(is_active=True).order_by("username"),
+        widget=forms.CheckboxSelectMultiple,
+    )
     sample_size = forms.IntegerField(min_value=1, max_value=100_000, initial=200, help_text="Items per run.")
     sampler = forms.ChoiceField(choices=Sampler.choices, initial=Sampler.UNIFORM)
     threshold = forms.FloatField(required=False, help_text="For 'around the threshold' (on the score).")
     n_uncertain = forms.IntegerField(
-        min_value=0, max_value=100_000, initial=0, required=False, label="Uncertain items per run",
+        min_value=0,
+        max_value=100_000,
+        initial=0,
+        required=False,
+        label="Uncertain items per run",
         help_text="Active sampling: extra items whose calibrated confidence is nearest the language pair's threshold "
-                  "(needs a calibration applied to the run). Kept out of the precision estimates.")
+        "(needs a calibration applied to the run). Kept out of the precision estimates.",
+    )
     bands = forms.IntegerField(min_value=2, max_value=20, initial=5, help_text="Score bands (stratified).")
     seed = forms.IntegerField(initial=0)
     overlap = forms.IntegerField(min_value=1, max_value=10, initial=1, help_text="Reviewers per item.")

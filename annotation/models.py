@@ -49,9 +49,13 @@ class Campaign(models.Model):
     sampler = models.CharField(max_length=16, choices=Sampler.choices, default=Sampler.UNIFORM)
     threshold = models.FloatField(null=True, blank=True, help_text="For the 'around the threshold' sampler.")
     bands = models.PositiveSmallIntegerField(default=5, help_text="Score bands of the stratified sampler.")
-    n_uncertain = models.PositiveIntegerField(default=0, help_text=(
-        "Extra items per run drawn by the uncertain sampler (active sampling), kept apart from the sample that "
-        "estimates precision."))
+    n_uncertain = models.PositiveIntegerField(
+        default=0,
+        help_text=(
+            "Extra items per run drawn by the uncertain sampler (active sampling), kept apart from the sample that "
+            "estimates precision."
+        ),
+    )
     seed = models.IntegerField(default=0)
     overlap = models.PositiveSmallIntegerField(default=1, help_text="Reviewers who judge each item.")
     n_controls = models.PositiveIntegerField(default=0, help_text="Known GOOD/BAD control items per run.")
@@ -72,17 +76,27 @@ class CampaignItem(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="items")
     run = models.ForeignKey("mining.MiningRun", null=True, on_delete=models.CASCADE, related_name="+")
     position = models.PositiveIntegerField()
-    sentence_pair = models.ForeignKey("mining.SentencePairCandidate", null=True, blank=True, on_delete=models.CASCADE,
-                                      related_name="campaign_items")
-    document_pair = models.ForeignKey("mining.DocumentPairCandidate", null=True, blank=True,
-                                      on_delete=models.CASCADE, related_name="campaign_items")
+    sentence_pair = models.ForeignKey(
+        "mining.SentencePairCandidate", null=True, blank=True, on_delete=models.CASCADE, related_name="campaign_items"
+    )
+    document_pair = models.ForeignKey(
+        "mining.DocumentPairCandidate", null=True, blank=True, on_delete=models.CASCADE, related_name="campaign_items"
+    )
     src = models.ForeignKey("mining.Sentence", null=True, on_delete=models.CASCADE, related_name="+")
     tgt = models.ForeignKey("mining.Sentence", null=True, on_delete=models.CASCADE, related_name="+")
     is_control = models.BooleanField(default=False)
-    expected = models.CharField(max_length=4, choices=Verdict.choices, blank=True,
-                                help_text="Known answer of a control item (never shown to reviewers).")
-    sampler = models.CharField(max_length=16, choices=Sampler.choices, blank=True,
-                               help_text="The sampler that drew this item (blank for control items).")
+    expected = models.CharField(
+        max_length=4,
+        choices=Verdict.choices,
+        blank=True,
+        help_text="Known answer of a control item (never shown to reviewers).",
+    )
+    sampler = models.CharField(
+        max_length=16,
+        choices=Sampler.choices,
+        blank=True,
+        help_text="The sampler that drew this item (blank for control items).",
+    )
     stratum = models.SmallIntegerField(default=0)
     stratum_size = models.PositiveIntegerField(default=0, help_text="Candidates of the run in this item's stratum.")
 
@@ -112,10 +126,12 @@ class Label(models.Model):
     campaign = models.ForeignKey(Campaign, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
     item = models.ForeignKey(CampaignItem, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="labels")
-    sentence_pair = models.ForeignKey("mining.SentencePairCandidate", null=True, blank=True,
-                                      on_delete=models.CASCADE, related_name="labels")
-    document_pair = models.ForeignKey("mining.DocumentPairCandidate", null=True, blank=True,
-                                      on_delete=models.CASCADE, related_name="labels")
+    sentence_pair = models.ForeignKey(
+        "mining.SentencePairCandidate", null=True, blank=True, on_delete=models.CASCADE, related_name="labels"
+    )
+    document_pair = models.ForeignKey(
+        "mining.DocumentPairCandidate", null=True, blank=True, on_delete=models.CASCADE, related_name="labels"
+    )
     verdict = models.CharField(max_length=4, choices=Verdict.choices)
     reasons = ArrayField(models.CharField(max_length=32, choices=Reason.choices), default=list, blank=True)
     comment = models.TextField(blank=True)
@@ -125,11 +141,18 @@ class Label(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["item", "reviewer"], name="label_once_per_item",
-                                    condition=Q(item__isnull=False)),
-            models.UniqueConstraint(fields=["sentence_pair", "reviewer"], name="label_once_per_pair",
-                                    condition=Q(campaign__isnull=True, sentence_pair__isnull=False)),
-            models.UniqueConstraint(fields=["document_pair", "reviewer"], name="label_once_per_doc_pair",
-                                    condition=Q(campaign__isnull=True, document_pair__isnull=False)),
+            models.UniqueConstraint(
+                fields=["item", "reviewer"], name="label_once_per_item", condition=Q(item__isnull=False)
+            ),
+            models.UniqueConstraint(
+                fields=["sentence_pair", "reviewer"],
+                name="label_once_per_pair",
+                condition=Q(campaign__isnull=True, sentence_pair__isnull=False),
+            ),
+            models.UniqueConstraint(
+                fields=["document_pair", "reviewer"],
+                name="label_once_per_doc_pair",
+                condition=Q(campaign__isnull=True, document_pair__isnull=False),
+            ),
         ]
         indexes = [models.Index(fields=["campaign", "reviewer", "-created_at"], name="label_campaign_reviewer")]

@@ -23,8 +23,9 @@ from .models import Campaign, CampaignItem, Label, Sampler, Verdict
 
 
 def _count(qs: QuerySet) -> Subquery:
-    return Subquery(qs.order_by().values("campaign").annotate(n=Count("id")).values("n")[:1],
-                    output_field=IntegerField())
+    return Subquery(
+        qs.order_by().values("campaign").annotate(n=Count("id")).values("n")[:1], output_field=IntegerField()
+    )
 
 
 def campaigns_for(user: Any) -> QuerySet[Campaign]:
@@ -72,7 +73,10 @@ def item_card(item: CampaignItem) -> ItemCard:
     ids = [int(i) for i, _ in neighbours]
     texts = dict(Sentence.objects.filter(pk__in=ids).values_list("id", "text")) if ids else {}
     return ItemCard(
-        item=item, src=item.src, tgt=item.tgt, evidence=evidence,
+        item=item,
+        src=item.src,
+        tgt=item.tgt,
+        evidence=evidence,
         src_neighbours=[(texts.get(int(i), "?"), s) for i, s in evidence.get("src_neighbours", [])],
         tgt_neighbours=[(texts.get(int(i), "?"), s) for i, s in evidence.get("tgt_neighbours", [])],
     )
@@ -80,18 +84,26 @@ def item_card(item: CampaignItem) -> ItemCard:
 
 def history(campaign: Campaign, reviewer: Any) -> list[Label]:
     """The reviewer's labels in the campaign, oldest first, with their sentences (one query)."""
-    return list(Label.objects.filter(campaign=campaign, reviewer=reviewer).select_related("item__src", "item__tgt")
-                .order_by("created_at", "id"))
+    return list(
+        Label.objects.filter(campaign=campaign, reviewer=reviewer)
+        .select_related("item__src", "item__tgt")
+        .order_by("created_at", "id")
+    )
 
 
 def progress(campaign: Campaign, reviewer: Any) -> tuple[int, int]:
     """(items this reviewer has judged, items left for them), in one query. A reviewer labels an item at most once
     (label_once_per_item), so what is left is the campaign's items less the reviewer's labels in it."""
     mine = Label.objects.filter(campaign=campaign, reviewer=reviewer)
-    row = Campaign.objects.filter(pk=campaign.pk).annotate(
-        n_items=Coalesce(_count(CampaignItem.objects.filter(campaign=OuterRef("pk"))), 0),
-        n_mine=Coalesce(_count(mine.filter(campaign=OuterRef("pk"))), 0),
-    ).values_list("n_items", "n_mine").get()
+    row = (
+        Campaign.objects.filter(pk=campaign.pk)
+        .annotate(
+            n_items=Coalesce(_count(CampaignItem.objects.filter(campaign=OuterRef("pk"))), 0),
+            n_mine=Coalesce(_count(mine.filter(campaign=OuterRef("pk"))), 0),
+        )
+        .values_list("n_items", "n_mine")
+        .get()
+    )
     return row[1], row[0] - row[1]
 
 
@@ -125,8 +137,9 @@ def _run_estimates(rows: list[tuple], runs: dict[int, str]) -> list[RunResult]:
                 drawn[r[4]] += 1
             weights = np.array([r[5] / drawn[r[4]] for r in mine], dtype=np.float64)
         est = weighted_proportion(good, weights)
-        results.append(RunResult(run_id, runs.get(run_id, f"run {run_id}"), len(mine), est.precision, est.low,
-                                 est.high))
+        results.append(
+            RunResult(run_id, runs.get(run_id, f"run {run_id}"), len(mine), est.precision, est.low, est.high)
+        )
     return results
 
 
@@ -137,15 +150,27 @@ def campaign_results(campaign: Campaign) -> dict[str, Any]:
     Items drawn by the uncertain sampler (active sampling) never enter the per-run rates: they were picked for being
     near the threshold, so they would bias them. Their GOOD rate is given apart (`active`), without an interval.
     """
-    labels = list(Label.objects.filter(campaign=campaign)
-                  .values_list("item_id", "item__run_id", "item__is_control", "item__expected", "item__stratum",
-                               "item__stratum_size", "reviewer__username", "verdict", "seconds_spent",
-                               "item__sampler"))
+    labels = list(
+        Label.objects.filter(campaign=campaign).values_list(
+            "item_id",
+            "item__run_id",
+            "item__is_control",
+            "item__expected",
+            "item__stratum",
+            "item__stratum_size",
+            "reviewer__username",
+            "verdict",
+            "seconds_spent",
+            "item__sampler",
+        )
+    )
     runs = {r.pk: str(r) for r in campaign.runs.all()}
     sampled = [r for r in labels if not r[2]]
     results = _run_estimates([r for r in sampled if r[9] != Sampler.UNCERTAIN], runs)
-    active = [RunResult(x.run_id, x.run_name, x.n_labels, x.good_rate, float("nan"), float("nan"))
-              for x in _run_estimates([r for r in sampled if r[9] == Sampler.UNCERTAIN], runs)]
+    active = [
+        RunResult(x.run_id, x.run_name, x.n_labels, x.good_rate, float("nan"), float("nan"))
+        for x in _run_estimates([r for r in sampled if r[9] == Sampler.UNCERTAIN], runs)
+    ]
     by_item: dict[int, dict[str, str]] = defaultdict(dict)
     for item_id, _, is_control, _, _, _, who, verdict, _, _ in labels:
         if not is_control:
@@ -155,13 +180,16 @@ def campaign_results(campaign: Campaign) -> dict[str, Any]:
     for a, b in combinations(reviewers, 2):
         shared = [(v[a], v[b]) for v in by_item.values() if a in v and b in v]
         if shared:
-            cohen[(a, b)] = (cohen_kappa(np.array([x for x, _ in shared]), np.array([y for _, y in shared])),
-                             len(shared))
+            cohen[(a, b)] = (
+                cohen_kappa(np.array([x for x, _ in shared]), np.array([y for _, y in shared])),
+                len(shared),
+            )
     full = [v for v in by_item.values() if len(v) == campaign.overlap]
     fleiss = float("nan")
     if campaign.overlap >= 2 and full:
-        counts = np.array([[sum(x == Verdict.GOOD for x in v.values()), sum(x == Verdict.BAD for x in v.values())]
-                           for v in full])
+        counts = np.array(
+            [[sum(x == Verdict.GOOD for x in v.values()), sum(x == Verdict.BAD for x in v.values())] for v in full]
+        )
         fleiss = fleiss_kappa(counts)
     per_reviewer = {}
     n_items = CampaignItem.objects.filter(campaign=campaign).count()
@@ -169,31 +197,70 @@ def campaign_results(campaign: Campaign) -> dict[str, Any]:
         mine = [r for r in labels if r[6] == who]
         controls = [r for r in mine if r[2]]
         per_reviewer[who] = {
-            "labels": len(mine), "items": n_items,
+            "labels": len(mine),
+            "items": n_items,
             "control_accuracy": (sum(r[7] == r[3] for r in controls) / len(controls)) if controls else None,
             "n_controls": len(controls),
             "median_seconds": float(np.median([r[8] for r in mine])) if mine else None,
         }
-    return {"runs": results, "active": active, "cohen": cohen, "fleiss": fleiss, "fleiss_items": len(full),
-            "reviewers": per_reviewer, "n_items": n_items, "n_labels": len(labels)}
+    return {
+        "runs": results,
+        "active": active,
+        "cohen": cohen,
+        "fleiss": fleiss,
+        "fleiss_items": len(full),
+        "reviewers": per_reviewer,
+        "n_items": n_items,
+        "n_labels": len(labels),
+    }
 
 
-LABEL_FIELDS = ["campaign", "item", "run", "reviewer", "verdict", "reasons", "comment", "seconds_spent",
-                "is_control", "expected", "sampler", "stratum", "stratum_size", "src", "tgt", "score", "created_at"]
+LABEL_FIELDS = [
+    "campaign",
+    "item",
+    "run",
+    "reviewer",
+    "verdict",
+    "reasons",
+    "comment",
+    "seconds_spent",
+    "is_control",
+    "expected",
+    "sampler",
+    "stratum",
+    "stratum_size",
+    "src",
+    "tgt",
+    "score",
+    "created_at",
+]
 
 
 def label_rows(campaign: Campaign) -> Iterator[dict]:
     """The campaign's labels as export rows (LABEL_FIELDS), streamed from the database in chunks."""
-    qs = (Label.objects.filter(campaign=campaign).select_related("item__src", "item__tgt", "reviewer",
-                                                                  "sentence_pair").order_by("id"))
+    qs = (
+        Label.objects.filter(campaign=campaign)
+        .select_related("item__src", "item__tgt", "reviewer", "sentence_pair")
+        .order_by("id")
+    )
     for lab in qs.iterator(chunk_size=2000):
         item = lab.item
-        yield {"campaign": campaign.pk, "item": item.pk if item else None, "run": item.run_id if item else None,
-               "reviewer": lab.reviewer.get_username(), "verdict": lab.verdict, "reasons": ";".join(lab.reasons),
-               "comment": lab.comment, "seconds_spent": round(lab.seconds_spent, 2),
-               "is_control": item.is_control if item else False, "expected": item.expected if item else "",
-               "sampler": item.sampler if item else "",
-               "stratum": item.stratum if item else None, "stratum_size": item.stratum_size if item else None,
-               "src": item.src.text if item and item.src else "", "tgt": item.tgt.text if item and item.tgt else "",
-               "score": lab.sentence_pair.score if lab.sentence_pair else None,
-               "created_at": lab.created_at.isoformat()}
+        yield {
+            "campaign": campaign.pk,
+            "item": item.pk if item else None,
+            "run": item.run_id if item else None,
+            "reviewer": lab.reviewer.get_username(),
+            "verdict": lab.verdict,
+            "reasons": ";".join(lab.reasons),
+            "comment": lab.comment,
+            "seconds_spent": round(lab.seconds_spent, 2),
+            "is_control": item.is_control if item else False,
+            "expected": item.expected if item else "",
+            "sampler": item.sampler if item else "",
+            "stratum": item.stratum if item else None,
+            "stratum_size": item.stratum_size if item else None,
+            "src": item.src.text if item and item.src else "",
+            "tgt": item.tgt.text if item and item.tgt else "",
+            "score": lab.sentence_pair.score if lab.sentence_pair else None,
+            "created_at": lab.created_at.isoformat(),
+        }

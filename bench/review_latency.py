@@ -30,20 +30,50 @@ def fill(n: int) -> None:
         docs = {lang: Document.objects.create(corpus=corpus, lang=lang, external_id="bench") for lang in ("en", "fr")}
         ids = {lang: reserve_ids(Sentence, n) for lang in ("en", "fr")}
         for lang in ("en", "fr"):
-            copy_rows(Sentence, ["id", "corpus_id", "document_id", "lang", "position", "text", "norm_hash",
-                                 "detected_lang"],
-                      ((int(ids[lang][i]), corpus.pk, docs[lang].pk, lang, i, f"{lang} sentence number {i} here.",
-                        i, lang) for i in range(n)),
-                      ["int8", "int8", "int8", "text", "int4", "text", "int8", "text"])
-        run = MiningRun.objects.create(kind=RunKind.SENTENCE, name=f"bench-{n}", src_corpus=corpus, tgt_corpus=corpus,
-                                       src_lang="en", tgt_lang="fr", status="succeeded")
-        copy_rows(SentencePairCandidate, ["run_id", "src_id", "tgt_id", "cosine", "score", "rank", "strategy",
-                                          "filter_reason", "evidence"],
-                  ((run.pk, int(ids["en"][i]), int(ids["fr"][i]), 0.8, 2.0 - i / n, i + 1, "max_score", "",
-                    {"cosine": 0.8, "margin": 2.0 - i / n, "fwd_mean": 0.4, "bwd_mean": 0.4,
-                     "src_neighbours": [[int(ids["fr"][(i + k) % n]), 0.5] for k in range(4)],
-                     "tgt_neighbours": [[int(ids["en"][(i + k) % n]), 0.5] for k in range(4)]}) for i in range(n)),
-                  ["int8", "int8", "int8", "float8", "float8", "int4", "text", "text", "jsonb"])
+            copy_rows(
+                Sentence,
+                ["id", "corpus_id", "document_id", "lang", "position", "text", "norm_hash", "detected_lang"],
+                (
+                    (int(ids[lang][i]), corpus.pk, docs[lang].pk, lang, i, f"{lang} sentence number {i} here.", i, lang)
+                    for i in range(n)
+                ),
+                ["int8", "int8", "int8", "text", "int4", "text", "int8", "text"],
+            )
+        run = MiningRun.objects.create(
+            kind=RunKind.SENTENCE,
+            name=f"bench-{n}",
+            src_corpus=corpus,
+            tgt_corpus=corpus,
+            src_lang="en",
+            tgt_lang="fr",
+            status="succeeded",
+        )
+        copy_rows(
+            SentencePairCandidate,
+            ["run_id", "src_id", "tgt_id", "cosine", "score", "rank", "strategy", "filter_reason", "evidence"],
+            (
+                (
+                    run.pk,
+                    int(ids["en"][i]),
+                    int(ids["fr"][i]),
+                    0.8,
+                    2.0 - i / n,
+                    i + 1,
+                    "max_score",
+                    "",
+                    {
+                        "cosine": 0.8,
+                        "margin": 2.0 - i / n,
+                        "fwd_mean": 0.4,
+                        "bwd_mean": 0.4,
+                        "src_neighbours": [[int(ids["fr"][(i + k) % n]), 0.5] for k in range(4)],
+                        "tgt_neighbours": [[int(ids["en"][(i + k) % n]), 0.5] for k in range(4)],
+                    },
+                )
+                for i in range(n)
+            ),
+            ["int8", "int8", "int8", "float8", "float8", "int4", "text", "text", "jsonb"],
+        )
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -66,14 +96,18 @@ def main() -> None:
 
     t0 = time.perf_counter()
     fill(args.n)
-    print(f"{SentencePairCandidate.objects.count():,} candidates in the database ({time.perf_counter() - t0:.0f} s "
-          "to prepare)")
+    print(
+        f"{SentencePairCandidate.objects.count():,} candidates in the database ({time.perf_counter() - t0:.0f} s "
+        "to prepare)"
+    )
     user, _ = get_user_model().objects.get_or_create(username="bench-reviewer", defaults={"is_staff": True})
     run = MiningRun.objects.filter(name=f"bench-{args.n}").latest("created_at")
     t0 = time.perf_counter()
     campaign = campaign_create(name="latency", runs=[run], reviewers=[user], sample_size=args.requests + 10, seed=1)
-    print(f"campaign of {campaign.items.count()} items sampled uniformly from {args.n:,} in "
-          f"{time.perf_counter() - t0:.2f} s")
+    print(
+        f"campaign of {campaign.items.count()} items sampled uniformly from {args.n:,} in "
+        f"{time.perf_counter() - t0:.2f} s"
+    )
     client = Client()
     client.force_login(user)
     url = reverse("campaign-review", args=[campaign.pk])

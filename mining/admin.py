@@ -95,8 +95,11 @@ class ArtefactAdmin(admin.ModelAdmin):
         except ValueError as exc:
             self.message_user(request, str(exc), level=messages.ERROR)
             return
-        self.message_user(request, f"Registered encoder combined:{artefact.version}; other weights: "
-                                   f"manage.py combine_encoders NAME:VERSION=WEIGHT ...")
+        self.message_user(
+            request,
+            f"Registered encoder combined:{artefact.version}; other weights: "
+            f"manage.py combine_encoders NAME:VERSION=WEIGHT ...",
+        )
 
 
 class RunShardInline(admin.TabularInline):
@@ -122,9 +125,30 @@ class MiningRunAdmin(admin.ModelAdmin):
     list_select_related = ["src_corpus", "tgt_corpus"]
     inlines = [RunShardInline]
     actions = ["cancel_runs", "retry_runs"]
-    fields = ["name", "kind", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "encoder", "parent", "params",
-              "status", "stage", "done", "total", "timings", "stats", "error", "cancel_requested",
-              "celery_task_id", "created_by", "created_at", "started_at", "finished_at"]
+    fields = [
+        "name",
+        "kind",
+        "src_corpus",
+        "tgt_corpus",
+        "src_lang",
+        "tgt_lang",
+        "encoder",
+        "parent",
+        "params",
+        "status",
+        "stage",
+        "done",
+        "total",
+        "timings",
+        "stats",
+        "error",
+        "cancel_requested",
+        "celery_task_id",
+        "created_by",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ]
     readonly_fields = [f for f in fields if f != "name"]
 
     def get_urls(self):
@@ -144,8 +168,12 @@ class MiningRunAdmin(admin.ModelAdmin):
             run = run_create(user=request.user, **form.run_kwargs())
             self.message_user(request, f"Run {run.pk} queued.", messages.SUCCESS)
             return redirect("admin:mining_miningrun_change", run.pk)
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
-                   "title": "Start a mining run"}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "title": "Start a mining run",
+        }
         return TemplateResponse(request, "admin/mining/miningrun/start.html", context)
 
     @admin.action(description="Cancel the selected runs")
@@ -192,8 +220,14 @@ def _register_the_rest() -> None:
     for model in apps.get_app_config("mining").get_models():
         if not admin.site.is_registered(model):
             fks = [f.name for f in model._meta.get_fields() if f.many_to_one and f.concrete]
-            admin.site.register(model, type(f"{model.__name__}Admin", (admin.ModelAdmin,),
-                                            {"raw_id_fields": fks, "show_full_result_count": False}))
+            admin.site.register(
+                model,
+                type(
+                    f"{model.__name__}Admin",
+                    (admin.ModelAdmin,),
+                    {"raw_id_fields": fks, "show_full_result_count": False},
+                ),
+            )
 
 
 _register_the_rest()

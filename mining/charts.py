@@ -27,15 +27,22 @@ def _axes(x_lo: float, x_hi: float, y_hi: float, x_label: str, y_label: str) -> 
     for i in range(5):
         fx = i / 4
         x = PAD_L + fx * plot_w
-        parts.append(f'<text x="{x:.1f}" y="{PAD_T + plot_h + 14}" font-size="10" text-anchor="middle">'
-                     f"{escape(_fmt(x_lo + fx * (x_hi - x_lo)))}</text>")
+        parts.append(
+            f'<text x="{x:.1f}" y="{PAD_T + plot_h + 14}" font-size="10" text-anchor="middle">'
+            f"{escape(_fmt(x_lo + fx * (x_hi - x_lo)))}</text>"
+        )
         y = PAD_T + plot_h - fx * plot_h
-        parts.append(f'<text x="{PAD_L - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">'
-                     f"{escape(_fmt(fx * y_hi))}</text>")
-    parts.append(f'<text x="{PAD_L + plot_w / 2:.1f}" y="{HEIGHT - 4}" font-size="11" text-anchor="middle">'
-                 f"{escape(x_label)}</text>")
-    parts.append(f'<text x="12" y="{PAD_T + plot_h / 2:.1f}" font-size="11" text-anchor="middle" '
-                 f'transform="rotate(-90 12 {PAD_T + plot_h / 2:.1f})">{escape(y_label)}</text>')
+        parts.append(
+            f'<text x="{PAD_L - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{escape(_fmt(fx * y_hi))}</text>'
+        )
+    parts.append(
+        f'<text x="{PAD_L + plot_w / 2:.1f}" y="{HEIGHT - 4}" font-size="11" text-anchor="middle">'
+        f"{escape(x_label)}</text>"
+    )
+    parts.append(
+        f'<text x="12" y="{PAD_T + plot_h / 2:.1f}" font-size="11" text-anchor="middle" '
+        f'transform="rotate(-90 12 {PAD_T + plot_h / 2:.1f})">{escape(y_label)}</text>'
+    )
     return parts
 
 
@@ -52,13 +59,21 @@ def _threshold_line(threshold: float | None, x_lo: float, x_hi: float) -> list[s
         return []
     plot_w, plot_h = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
     x = PAD_L + (threshold - x_lo) / (x_hi - x_lo) * plot_w
-    return [f'<line class="threshold" x1="{x:.1f}" y1="{PAD_T}" x2="{x:.1f}" y2="{PAD_T + plot_h}" '
-            f'stroke="#b3261e" stroke-dasharray="4 3"/>',
-            f'<text x="{x + 3:.1f}" y="{PAD_T + 10}" font-size="10" fill="#b3261e">{escape(_fmt(threshold))}</text>']
+    return [
+        f'<line class="threshold" x1="{x:.1f}" y1="{PAD_T}" x2="{x:.1f}" y2="{PAD_T + plot_h}" '
+        f'stroke="#b3261e" stroke-dasharray="4 3"/>',
+        f'<text x="{x + 3:.1f}" y="{PAD_T + 10}" font-size="10" fill="#b3261e">{escape(_fmt(threshold))}</text>',
+    ]
 
 
-def histogram_svg(edges: Sequence[float], counts: Sequence[int], kept_counts: Sequence[int] | None = None, *,
-                  threshold: float | None = None, title: str = "Score histogram") -> SafeString:
+def histogram_svg(
+    edges: Sequence[float],
+    counts: Sequence[int],
+    kept_counts: Sequence[int] | None = None,
+    *,
+    threshold: float | None = None,
+    title: str = "Score histogram",
+) -> SafeString:
     """Bars per bin (len(edges) == len(counts) + 1); `kept_counts` drawn darker over the totals."""
     if len(edges) != len(counts) + 1:
         raise ValueError("histogram needs len(edges) == len(counts) + 1")
@@ -71,20 +86,25 @@ def histogram_svg(edges: Sequence[float], counts: Sequence[int], kept_counts: Se
     parts = _axes(x_lo, x_hi, y_hi, "score", "pairs")
     for i, n in enumerate(counts):
         x = PAD_L + i * bar_w
-        for value, fill, cls in ((n, "#c9d4f2", "bar-all"), ((kept_counts or [None] * len(counts))[i], "#2553c9",
-                                                               "bar-kept")):
+        for value, fill, cls in (
+            (n, "#c9d4f2", "bar-all"),
+            ((kept_counts or [None] * len(counts))[i], "#2553c9", "bar-kept"),
+        ):
             if not value:
                 continue
             h = value / y_hi * plot_h
-            parts.append(f'<rect class="{cls}" x="{x + 0.5:.1f}" y="{PAD_T + plot_h - h:.1f}" '
-                         f'width="{max(bar_w - 1, 0.5):.1f}" height="{h:.1f}" fill="{fill}">'
-                         f"<title>{escape(_fmt(edges[i]))}–{escape(_fmt(edges[i + 1]))}: {int(value)}</title></rect>")
+            parts.append(
+                f'<rect class="{cls}" x="{x + 0.5:.1f}" y="{PAD_T + plot_h - h:.1f}" '
+                f'width="{max(bar_w - 1, 0.5):.1f}" height="{h:.1f}" fill="{fill}">'
+                f"<title>{escape(_fmt(edges[i]))}–{escape(_fmt(edges[i + 1]))}: {int(value)}</title></rect>"
+            )
     parts += _threshold_line(threshold, x_lo, x_hi)
     return _svg(parts, title)
 
 
-def yield_svg(points: Sequence[tuple[float, int]], *, threshold: float | None = None,
-              title: str = "Pairs kept at each threshold") -> SafeString:
+def yield_svg(
+    points: Sequence[tuple[float, int]], *, threshold: float | None = None, title: str = "Pairs kept at each threshold"
+) -> SafeString:
     """A step line of (threshold, pairs kept) points, thresholds ascending."""
     if not points:
         return _svg([f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle">No candidates</text>'], title)
@@ -93,13 +113,16 @@ def yield_svg(points: Sequence[tuple[float, int]], *, threshold: float | None = 
     x_lo, x_hi = xs[0], xs[-1] if xs[-1] > xs[0] else xs[0] + 1.0
     y_hi = max(max(ys), 1)
     plot_w, plot_h = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
-    coords = [(PAD_L + (x - x_lo) / (x_hi - x_lo) * plot_w, PAD_T + plot_h - y / y_hi * plot_h) for x, y in zip(
-        xs, ys, strict=True)]
+    coords = [
+        (PAD_L + (x - x_lo) / (x_hi - x_lo) * plot_w, PAD_T + plot_h - y / y_hi * plot_h)
+        for x, y in zip(xs, ys, strict=True)
+    ]
     path = " ".join(f"{'M' if i == 0 else 'L'}{cx:.1f},{cy:.1f}" for i, (cx, cy) in enumerate(coords))
     parts = _axes(x_lo, x_hi, y_hi, "threshold (score ≥)", "pairs kept")
     parts.append(f'<path class="yield" d="{path}" fill="none" stroke="#137a3a" stroke-width="2"/>')
     for (cx, cy), x, y in zip(coords, xs, ys, strict=True):
-        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="2" fill="#137a3a">'
-                     f"<title>≥ {escape(_fmt(x))}: {y}</title></circle>")
+        parts.append(
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="2" fill="#137a3a"><title>≥ {escape(_fmt(x))}: {y}</title></circle>'
+        )
     parts += _threshold_line(threshold, x_lo, x_hi)
     return _svg(parts, title)

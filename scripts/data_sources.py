@@ -27,11 +27,18 @@ ACCEL = re.compile(r"(?<!\w)_(?=\w)|&(?=\w)")
 
 DOC_COLLECTIONS = {
     "gimp-help": {"root": "/usr/share/gimp/2.0/help/{lang}", "pattern": "*.html", "packages": "gimp-help-{lang}"},
-    "debian-reference": {"root": "/usr/share/debian-reference", "pattern": "*.{lang}.html",
-                         "packages": "debian-reference-{lang}"},
-    "manpages": {"root": "/usr/share/man", "pattern": "man[1-8]/*.gz", "packages": "manpages-{lang}",
-                 "en_packages": "manpages",
-                 "renderer": "man"},
+    "debian-reference": {
+        "root": "/usr/share/debian-reference",
+        "pattern": "*.{lang}.html",
+        "packages": "debian-reference-{lang}",
+    },
+    "manpages": {
+        "root": "/usr/share/man",
+        "pattern": "man[1-8]/*.gz",
+        "packages": "manpages-{lang}",
+        "en_packages": "manpages",
+        "renderer": "man",
+    },
 }
 
 
@@ -120,10 +127,16 @@ def man_blocks(path: Path) -> tuple[str, list[str]]:
     description); the page's header and footer lines are dropped. An empty list when man cannot render it."""
     env = {**os.environ, "MANWIDTH": "1000", "MAN_KEEP_FORMATTING": "0", "LC_ALL": "C.UTF-8"}
     try:
-        out = subprocess.run(["man", "--nh", "--nj", "-E", "UTF-8", "-l", str(path)], capture_output=True,
-                             env=env, timeout=60, check=False).stdout.decode("utf-8", errors="replace")
-        text = subprocess.run(["col", "-b"], input=out.encode("utf-8"), capture_output=True, timeout=60,
-                              check=False).stdout.decode("utf-8", errors="replace")
+        out = subprocess.run(
+            ["man", "--nh", "--nj", "-E", "UTF-8", "-l", str(path)],
+            capture_output=True,
+            env=env,
+            timeout=60,
+            check=False,
+        ).stdout.decode("utf-8", errors="replace")
+        text = subprocess.run(
+            ["col", "-b"], input=out.encode("utf-8"), capture_output=True, timeout=60, check=False
+        ).stdout.decode("utf-8", errors="replace")
     except (OSError, subprocess.TimeoutExpired):
         return "", []
     lines = text.splitlines()[1:-1]  # header "LS(1) ... LS(1)" and footer
@@ -160,8 +173,9 @@ def collection_files(collection: str, lang: str) -> dict[str, Path]:
 # -- loaders of what fetch_data.py wrote -------------------------------------------------------------------------
 
 
-def load_pairs(data_dir: str | Path, src: str, tgt: str, origins: list[str] | None = None,
-               min_words: int = 0) -> list[tuple[str, str, str, str]]:
+def load_pairs(
+    data_dir: str | Path, src: str, tgt: str, origins: list[str] | None = None, min_words: int = 0
+) -> list[tuple[str, str, str, str]]:
     """(src, tgt, origin, document id) pairs from datasets/sentences/<src>-<tgt>/<origin>.tsv (document id '' for
     catalogue pairs)."""
     folder = Path(data_dir) / "sentences" / f"{src}-{tgt}"

@@ -52,8 +52,12 @@ def apt_install(packages: list[str]) -> None:
         print(f"  not root or no apt-get: cannot install {' '.join(missing)}; skipping them")
         return
     print(f"  apt-get install {' '.join(missing)}")
-    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing], check=False,
-                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
+        check=False,
+        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def write_tsv(path: Path, pairs: list[tuple[str, ...]]) -> int:
@@ -95,8 +99,12 @@ def build_documents(langs: list[str], collections: list[str]) -> None:
 
     for collection in collections:
         spec = DOC_COLLECTIONS[collection]
-        apt_install([spec.get("en_packages", spec["packages"]).format(lang="en"),
-                     *(spec["packages"].format(lang=lang) for lang in langs)])
+        apt_install(
+            [
+                spec.get("en_packages", spec["packages"]).format(lang="en"),
+                *(spec["packages"].format(lang=lang) for lang in langs),
+            ]
+        )
         folder = data_dir() / "documents" / collection
         folder.mkdir(parents=True, exist_ok=True)
         files = {lang: collection_files(collection, lang) for lang in langs}
@@ -113,9 +121,20 @@ def build_documents(langs: list[str], collections: list[str]) -> None:
                 for doc_id, (title, blocks) in parsed[lang].items():
                     sentences = [s.strip() for b in blocks for s in sentencex.segment(lang, b) if s.strip()]
                     if sentences:
-                        out.write(json.dumps({"id": doc_id, "lang": lang, "title": title,
-                                              "url": str(files_lang[doc_id]), "sentences": sentences,
-                                              "blocks": blocks}, ensure_ascii=False) + "\n")
+                        out.write(
+                            json.dumps(
+                                {
+                                    "id": doc_id,
+                                    "lang": lang,
+                                    "title": title,
+                                    "url": str(files_lang[doc_id]),
+                                    "sentences": sentences,
+                                    "blocks": blocks,
+                                },
+                                ensure_ascii=False,
+                            )
+                            + "\n"
+                        )
             print(f"{collection} [{lang}]: {len(parsed[lang])} documents")
         for lang in langs:
             pairs = list(aligned_sentences(parsed["en"], parsed[lang], lang))

@@ -83,9 +83,29 @@ def celery_worker_process(transactional_db, settings, _data_dir, tmp_path) -> It
     log_path = tmp_path / "celery-worker.log"
     log = log_path.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "pcapp", "worker", "-Q", queue, "-c", "1", "-P", "solo",
-         "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "INFO"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "pcapp",
+            "worker",
+            "-Q",
+            queue,
+            "-c",
+            "1",
+            "-P",
+            "solo",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         ready = wait_for(lambda: proc.poll() is not None or "ready." in log_path.read_text(), timeout=90)

@@ -54,8 +54,10 @@ def export_labels(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpRespo
         for row in label_rows(campaign):
             yield json.dumps(row, ensure_ascii=False) + "\n"
 
-    response = StreamingHttpResponse(csv_lines() if fmt == "csv" else jsonl_lines(),
-                                     content_type="text/csv" if fmt == "csv" else "application/x-ndjson")
+    response = StreamingHttpResponse(
+        csv_lines() if fmt == "csv" else jsonl_lines(),
+        content_type="text/csv" if fmt == "csv" else "application/x-ndjson",
+    )
     response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-labels.{fmt}"'
     return response
 
@@ -72,17 +74,25 @@ def document_pair(request: HttpRequest, pk: int) -> HttpResponse:
         if form.is_valid():
             d = form.cleaned_data
             try:
-                label_pair(reviewer=request.user, verdict=d["verdict"], sentence_pair_id=d["sentence_pair"],
-                           document_pair_id=d["document_pair"])
+                label_pair(
+                    reviewer=request.user,
+                    verdict=d["verdict"],
+                    sentence_pair_id=d["sentence_pair"],
+                    document_pair_id=d["document_pair"],
+                )
             except ReviewError as exc:
                 messages.error(request, str(exc))
             else:
                 messages.success(request, "Judgement saved.")
         return redirect("document-pair", pk=pk)
-    aligned = list(SentencePairCandidate.objects.filter(doc_pair=pair).select_related("src", "tgt")
-                   .order_by("src__position"))
-    mine = dict(Label.objects.filter(reviewer=request.user, sentence_pair__in=[a.pk for a in aligned])
-                .values_list("sentence_pair_id", "verdict"))
+    aligned = list(
+        SentencePairCandidate.objects.filter(doc_pair=pair).select_related("src", "tgt").order_by("src__position")
+    )
+    mine = dict(
+        Label.objects.filter(reviewer=request.user, sentence_pair__in=[a.pk for a in aligned]).values_list(
+            "sentence_pair_id", "verdict"
+        )
+    )
     pair_of_src = {a.src_id: a.pk for a in aligned}
     pair_of_tgt = {a.tgt_id: a.pk for a in aligned}
     context = {
@@ -90,7 +100,8 @@ def document_pair(request: HttpRequest, pk: int) -> HttpResponse:
         "src_rows": [(s, pair_of_src.get(s.pk)) for s in pair.src.sentences.order_by("position")],
         "tgt_rows": [(s, pair_of_tgt.get(s.pk)) for s in pair.tgt.sentences.order_by("position")],
         "aligned": [(a, mine.get(a.pk)) for a in aligned],
-        "doc_verdict": Label.objects.filter(reviewer=request.user, document_pair=pair).values_list("verdict",
-                                                                                                  flat=True).first(),
+        "doc_verdict": Label.objects.filter(reviewer=request.user, document_pair=pair)
+        .values_list("verdict", flat=True)
+        .first(),
     }
     return render(request, "annotation/document_pair.html", context)

@@ -39,10 +39,21 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         d = form.cleaned_data
         try:
             campaign = campaign_create(
-                name=d["name"], runs=list(d["runs"]), reviewers=list(d["reviewers"]), user=request.user,
-                sample_size=d["sample_size"], sampler=d["sampler"], seed=d["seed"], overlap=d["overlap"],
-                guidelines=d["guidelines"], n_controls=d["n_controls"], blind=d["blind"], threshold=d["threshold"],
-                bands=d["bands"], n_uncertain=d["n_uncertain"] or 0)
+                name=d["name"],
+                runs=list(d["runs"]),
+                reviewers=list(d["reviewers"]),
+                user=request.user,
+                sample_size=d["sample_size"],
+                sampler=d["sampler"],
+                seed=d["seed"],
+                overlap=d["overlap"],
+                guidelines=d["guidelines"],
+                n_controls=d["n_controls"],
+                blind=d["blind"],
+                threshold=d["threshold"],
+                bands=d["bands"],
+                n_uncertain=d["n_uncertain"] or 0,
+            )
         except ReviewError as exc:
             form.add_error(None, str(exc))
         else:
@@ -55,8 +66,15 @@ def _card_context(request: HttpRequest, campaign: Campaign, error: str = "") -> 
     item, reason = item_claim(campaign=campaign, reviewer=request.user)
     card = item_card(item) if item else None
     n_done, n_left = progress(campaign, request.user)
-    return {"campaign": campaign, "card": card, "reason": reason, "error": error, "reasons": Reason.choices,
-            "remaining": n_left, "n_done": n_done}
+    return {
+        "campaign": campaign,
+        "card": card,
+        "reason": reason,
+        "error": error,
+        "reasons": Reason.choices,
+        "remaining": n_left,
+        "n_done": n_done,
+    }
 
 
 @require_GET
@@ -76,19 +94,31 @@ def label(request: HttpRequest, pk: int) -> HttpResponse:
     form = LabelForm(request.POST)
     if not form.is_valid():
         error = f"Invalid submission: {form.errors.as_text()}"
-        return render(request, "annotation/review.html#item-card", _card_context(request, campaign, error=error),
-                      status=400)
+        return render(
+            request, "annotation/review.html#item-card", _card_context(request, campaign, error=error), status=400
+        )
     d = form.cleaned_data
     try:
         with transaction.atomic():  # the label and the next claim commit together (one commit per judgement)
-            label_submit(campaign=campaign, reviewer=request.user, item_id=d["item"], verdict=d["verdict"],
-                         reasons=d["reasons"], comment=d["comment"], seconds=d["seconds"] or 0.0)
+            label_submit(
+                campaign=campaign,
+                reviewer=request.user,
+                item_id=d["item"],
+                verdict=d["verdict"],
+                reasons=d["reasons"],
+                comment=d["comment"],
+                seconds=d["seconds"] or 0.0,
+            )
             if not request.htmx:
                 return redirect("campaign-review", pk=pk)
             context = _card_context(request, campaign)
     except ReviewError as exc:
-        return render(request, "annotation/review.html#item-card", _card_context(request, campaign, error=str(exc)),
-                      status=exc.status)
+        return render(
+            request,
+            "annotation/review.html#item-card",
+            _card_context(request, campaign, error=str(exc)),
+            status=exc.status,
+        )
     return render(request, "annotation/review.html#item-card", context)
 
 
@@ -111,5 +141,8 @@ def history_item(request: HttpRequest, pk: int, n: int) -> HttpResponse:
     labels = history(campaign, request.user)
     if not 0 <= n < len(labels):
         raise Http404("no such judgement")
-    return render(request, "annotation/review.html#history-card",
-                  {"campaign": campaign, "past": labels[n], "n": n, "n_done": len(labels)})
+    return render(
+        request,
+        "annotation/review.html#history-card",
+        {"campaign": campaign, "past": labels[n], "n": n, "n_done": len(labels)},
+    )

@@ -28,8 +28,7 @@ def _run(pk: int) -> MiningRun:
 
 
 def _rule(data: dict) -> KeepRule:
-    return KeepRule(mode=KeepMode(data["keep"]), threshold=data["threshold"],
-                    include_filtered=data["include_filtered"])
+    return KeepRule(mode=KeepMode(data["keep"]), threshold=data["threshold"], include_filtered=data["include_filtered"])
 
 
 class RunExportApi(APIView):
@@ -53,8 +52,9 @@ class RunExportApi(APIView):
         data.is_valid(raise_exception=True)
         d = data.validated_data
         path = export_file_path(run=run, rule=_rule(d), fmt=ExportFormat(d["fmt"]))
-        transaction.on_commit(lambda: export_run.delay(run.pk, d["fmt"], d["keep"], d["threshold"],
-                                                       d["include_filtered"]))
+        transaction.on_commit(
+            lambda: export_run.delay(run.pk, d["fmt"], d["keep"], d["threshold"], d["include_filtered"])
+        )
         url = reverse("run-export-download", args=[run.pk, path.name])
         return Response({"name": path.name, "size": 0, "url": url}, status=status.HTTP_202_ACCEPTED)
 
@@ -67,7 +67,9 @@ class RunExportFilesApi(APIView):
     @extend_schema(responses=ExportFileOut(many=True))
     def get(self, request: Request, pk: int) -> Response:
         run = _run(pk)
-        return Response([
-            {"name": p.name, "size": p.stat().st_size, "url": reverse("run-export-download", args=[run.pk, p.name])}
-            for p in export_files(run=run)
-        ])
+        return Response(
+            [
+                {"name": p.name, "size": p.stat().st_size, "url": reverse("run-export-download", args=[run.pk, p.name])}
+                for p in export_files(run=run)
+            ]
+        )

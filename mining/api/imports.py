@@ -22,8 +22,21 @@ from ..services.uploads import save_uploads
 class ImportJobOut(serializers.ModelSerializer):
     class Meta:
         model = ImportJob
-        fields = ["id", "corpus_name", "corpus", "format", "status", "stage", "done", "total", "stats", "error",
-                  "created_at", "started_at", "finished_at"]
+        fields = [
+            "id",
+            "corpus_name",
+            "corpus",
+            "format",
+            "status",
+            "stage",
+            "done",
+            "total",
+            "stats",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
 
 class ImportIn(serializers.Serializer):
@@ -44,8 +57,11 @@ class ImportCreateApi(APIView):
 
     @extend_schema(request=ImportIn, responses={202: ImportJobOut})
     def post(self, request: Request) -> Response:
-        data = {**request.data.dict(), "files": request.FILES.getlist("files")} if hasattr(request.data, "dict") \
+        data = (
+            {**request.data.dict(), "files": request.FILES.getlist("files")}
+            if hasattr(request.data, "dict")
             else request.data
+        )
         ser = ImportIn(data=data)
         ser.is_valid(raise_exception=True)
         d = ser.validated_data
@@ -54,8 +70,9 @@ class ImportCreateApi(APIView):
         try:
             with transaction.atomic():
                 paths = save_uploads(d["files"], unzip=d["format"] == ImportJob.Format.FOLDER)
-                job = import_job_create(corpus_name=d["name"], fmt=d["format"], paths=paths, options=options,
-                                        user=request.user)
+                job = import_job_create(
+                    corpus_name=d["name"], fmt=d["format"], paths=paths, options=options, user=request.user
+                )
                 import_job_enqueue(job=job)
         except ImportFailure as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)

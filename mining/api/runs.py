@@ -108,5 +108,11 @@ class RunHistogramApi(APIView):
         except ValueError:
             bins = 40
         hist = score_histogram(run=run, bins=bins)
-        return Response({"edges": hist.edges, "counts": hist.counts, "kept_counts": hist.kept_counts,
-                         "yield_curve": [list(p) for p in hist.yield_curve()]})
+        return Response(
+            {
+                "edges": hist.edges,
+                "counts": hist.counts,
+                "kept_counts": hist.kept_counts,
+                "yield_curve": [list(p) for p in hist.yield_curve()],
+            }
+        )

@@ -29,9 +29,32 @@ class RunOut(serializers.ModelSerializer):
 
     class Meta:
         model = MiningRun
-        fields = ["id", "kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "encoder", "parent",
-                  "params", "status", "stage", "done", "total", "elapsed_s", "rate", "timings", "stats", "error",
-                  "cancel_requested", "is_finished", "created_at", "started_at", "finished_at"]
+        fields = [
+            "id",
+            "kind",
+            "name",
+            "src_corpus",
+            "tgt_corpus",
+            "src_lang",
+            "tgt_lang",
+            "encoder",
+            "parent",
+            "params",
+            "status",
+            "stage",
+            "done",
+            "total",
+            "elapsed_s",
+            "rate",
+            "timings",
+            "stats",
+            "error",
+            "cancel_requested",
+            "is_finished",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
     def get_elapsed_s(self, run: MiningRun) -> float | None:
         return run_progress(run=run).elapsed_s
@@ -51,8 +74,9 @@ class RunCreateIn(serializers.Serializer):
     tgt_lang = serializers.CharField(max_length=16)
     encoder = serializers.IntegerField(required=False, allow_null=True, help_text="Artefact id; blank: usem3.")
     parent = serializers.IntegerField(required=False, allow_null=True, help_text="Document run (alignment only).")
-    method = serializers.ChoiceField(choices=DOC_METHOD_CHOICES, default="sentence_avg",
-                                     help_text="Document runs only.")
+    method = serializers.ChoiceField(
+        choices=DOC_METHOD_CHOICES, default="sentence_avg", help_text="Document runs only."
+    )
     knn = serializers.ChoiceField(choices=KNN_CHOICES, default="exact")
     margin = serializers.ChoiceField(choices=MARGIN_CHOICES, default="ratio")
     k = serializers.IntegerField(min_value=1, max_value=64, default=4)
@@ -80,13 +104,29 @@ class CandidateOut(serializers.ModelSerializer):
     tgt = SentenceOut(read_only=True)
     n_good = serializers.IntegerField(read_only=True)
     n_bad = serializers.IntegerField(read_only=True)
-    calibration = CalibrationOut(read_only=True, allow_null=True,
-                                 help_text="The model behind `confidence`; null when no calibration was applied.")
+    calibration = CalibrationOut(
+        read_only=True,
+        allow_null=True,
+        help_text="The model behind `confidence`; null when no calibration was applied.",
+    )
 
     class Meta:
         model = SentencePairCandidate
-        fields = ["id", "rank", "score", "cosine", "confidence", "calibration", "strategy", "filter_reason", "src",
-                  "tgt", "n_good", "n_bad", "evidence"]
+        fields = [
+            "id",
+            "rank",
+            "score",
+            "cosine",
+            "confidence",
+            "calibration",
+            "strategy",
+            "filter_reason",
+            "src",
+            "tgt",
+            "n_good",
+            "n_bad",
+            "evidence",
+        ]
 
 
 class CandidateFilterIn(serializers.Serializer):
@@ -103,9 +143,11 @@ class ExportIn(serializers.Serializer):
     keep = serializers.ChoiceField(choices=[c for c, _ in ExportForm.KEEP], default="threshold")
     threshold = serializers.FloatField(required=False, allow_null=True, default=None)
     include_filtered = serializers.BooleanField(default=False)
-    side = serializers.ChoiceField(choices=["src", "tgt", "scores"], default="src",
-                                   help_text="Moses: which side to stream ('scores': rank, score, cosine, "
-                                             "confidence, calibration per line).")
+    side = serializers.ChoiceField(
+        choices=["src", "tgt", "scores"],
+        default="src",
+        help_text="Moses: which side to stream ('scores': rank, score, cosine, confidence, calibration per line).",
+    )
 
 
 class ExportFileOut(serializers.Serializer):

@@ -84,13 +84,20 @@ def _band_dots(s: np.ndarray, t: np.ndarray, lo: np.ndarray, width: int, chunk_b
     out = np.empty((len(s), width))
     step = max(1, chunk_bytes // (8 * width * s.shape[1]))
     for r0 in range(0, len(s), step):
-        cols = np.minimum(lo[r0:r0 + step, None] + np.arange(width), len(t) - 1)
-        out[r0:r0 + step] = np.einsum("rd,rwd->rw", s[r0:r0 + step], t[cols])
+        cols = np.minimum(lo[r0 : r0 + step, None] + np.arange(width), len(t) - 1)
+        out[r0 : r0 + step] = np.einsum("rd,rwd->rw", s[r0 : r0 + step], t[cols])
     return out
 
 
-def _dp(src: np.ndarray, tgt: np.ndarray, slen: np.ndarray, tlen: np.ndarray, cfg: AlignConfig,
-        lo: np.ndarray, hi: np.ndarray) -> list[tuple[int, int, int, int, float]]:
+def _dp(
+    src: np.ndarray,
+    tgt: np.ndarray,
+    slen: np.ndarray,
+    tlen: np.ndarray,
+    cfg: AlignConfig,
+    lo: np.ndarray,
+    hi: np.ndarray,
+) -> list[tuple[int, int, int, int, float]]:
     """Banded DP; row i covers target columns lo[i]..hi[i] (inclusive, lo non-decreasing). Returns beads as
     (i0, i1, j0, j1, cos).
 
@@ -114,13 +121,22 @@ def _dp(src: np.ndarray, tgt: np.ndarray, slen: np.ndarray, tlen: np.ndarray, cf
             steps[x] = cfg.skip_cost * a
             continue
         cos = _band_dots(merged_s[a], merged_t[b], lo, width)
-        steps[x] = ((1.0 - cos) * (a + b) / 2.0
-                    + cfg.length_weight * _gale_church(len_s[a][:, None], len_t[b][np.minimum(cols, m)])
-                    + cfg.merge_penalty * (a + b - 2))
+        steps[x] = (
+            (1.0 - cos) * (a + b) / 2.0
+            + cfg.length_weight * _gale_church(len_s[a][:, None], len_t[b][np.minimum(cols, m)])
+            + cfg.merge_penalty * (a + b - 2)
+        )
         steps[x][cols < b] = np.inf
     # Row i's cost sits at cost[i, pad:pad + widths[i]]; inf elsewhere, so shifted reads off the band give inf.
-    pad = int(max(max(b for _, b in cfg.beads), max((int(np.max(lo[a:] - lo[:-a])) for _, a, _ in active
-                                                     if a <= n), default=0))) + 1
+    pad = (
+        int(
+            max(
+                max(b for _, b in cfg.beads),
+                max((int(np.max(lo[a:] - lo[:-a])) for _, a, _ in active if a <= n), default=0),
+            )
+        )
+        + 1
+    )
     cost = np.full((n + 1, width + 2 * pad), np.inf)
     back = np.full((n + 1, width), -1, dtype=np.int8)
     kinds = np.array([k for k, _, _ in active], dtype=np.int8)
@@ -140,7 +156,7 @@ def _dp(src: np.ndarray, tgt: np.ndarray, slen: np.ndarray, tlen: np.ndarray, cf
                     cand[x] = np.inf
                     continue
                 off = pad + int(lo[i]) - b - int(lo[i - a])
-                np.add(cost[i - a, off:off + width], steps[x, i], out=cand[x])
+                np.add(cost[i - a, off : off + width], steps[x, i], out=cand[x])
             choice = cand.argmin(axis=0)
             best = cand[choice, lanes]
             row_back = np.where(np.isfinite(best), kinds[choice], -1).astype(np.int8)
@@ -149,7 +165,7 @@ def _dp(src: np.ndarray, tgt: np.ndarray, slen: np.ndarray, tlen: np.ndarray, cf
             better = run < best[:w] - 1e-12
             best[:w] = np.where(better, run, best[:w])
             row_back[:w][better] = k01
-        cost[i, pad:pad + w] = best[:w]
+        cost[i, pad : pad + w] = best[:w]
         back[i, :w] = row_back[:w]
     return _backtrack(back, lo, cfg, merged_s, merged_t, n, m)
 
@@ -171,8 +187,9 @@ def _full_band(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(n + 1, dtype=np.int64), np.full(n + 1, m, dtype=np.int64)
 
 
-def _band_around(path: list[tuple[int, int, int, int, float]], factor: int, n: int, m: int,
-                 width: int) -> tuple[np.ndarray, np.ndarray]:
+def _band_around(
+    path: list[tuple[int, int, int, int, float]], factor: int, n: int, m: int, width: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows' column ranges: the coarse path scaled up, widened by `width` on each side."""
     centre = np.zeros(n + 1)
     pts = [(0, 0)] + [(min(n, p[1] * factor), min(m, p[3] * factor)) for p in path]
@@ -200,8 +217,13 @@ def _blas() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-def align(src_emb: np.ndarray, tgt_emb: np.ndarray, src_len: np.ndarray, tgt_len: np.ndarray,
-          config: AlignConfig | None = None) -> list[Bead]:
+def align(
+    src_emb: np.ndarray,
+    tgt_emb: np.ndarray,
+    src_len: np.ndarray,
+    tgt_len: np.ndarray,
+    config: AlignConfig | None = None,
+) -> list[Bead]:
     """Align two documents' sentences.
 
     The matrix products here are small (a 50-sentence pair: 50 x 50 x 512), and handing each to a multi-threaded
@@ -220,8 +242,9 @@ def align(src_emb: np.ndarray, tgt_emb: np.ndarray, src_len: np.ndarray, tgt_len
         return _align(src_emb, tgt_emb, src_len, tgt_len, config or AlignConfig())
 
 
-def _align(src_emb: np.ndarray, tgt_emb: np.ndarray, src_len: np.ndarray, tgt_len: np.ndarray,
-           cfg: AlignConfig) -> list[Bead]:
+def _align(
+    src_emb: np.ndarray, tgt_emb: np.ndarray, src_len: np.ndarray, tgt_len: np.ndarray, cfg: AlignConfig
+) -> list[Bead]:
     src, tgt = np.asarray(src_emb, dtype=np.float64), np.asarray(tgt_emb, dtype=np.float64)
     slen, tlen = np.asarray(src_len, dtype=np.float64), np.asarray(tgt_len, dtype=np.float64)
     n, m = len(src), len(tgt)

@@ -38,8 +38,16 @@ logger = logging.getLogger(__name__)
 
 BOW_CHECKPOINT_KIND = "document-bow"
 
-__all__ = ["DocumentBow", "DocumentEmbedder", "Documents", "Hide", "SentenceAvg", "Side", "document_bow_config",
-           "train_document_bow"]
+__all__ = [
+    "DocumentBow",
+    "DocumentEmbedder",
+    "Documents",
+    "Hide",
+    "SentenceAvg",
+    "Side",
+    "document_bow_config",
+    "train_document_bow",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,8 +160,9 @@ class DocumentBow:
     def dim(self) -> int:
         return self.encoder.dim
 
-    def embed_texts(self, texts: Sequence[str], side: Side, *, batch_size: int = 64,
-                    progress: Progress | None = None) -> np.ndarray:
+    def embed_texts(
+        self, texts: Sequence[str], side: Side, *, batch_size: int = 64, progress: Progress | None = None
+    ) -> np.ndarray:
         """(n, d) float32 embeddings of whole document texts with `side`'s tower, rows L2-normalised."""
         lang = self.src_lang if side is Side.SOURCE else self.tgt_lang
         return self.encoder.encode(list(texts), lang, batch_size=batch_size, progress=progress)
@@ -206,6 +215,14 @@ def train_document_bow(
     """
     config = dataclasses.replace(config or document_bow_config(), bigrams=False)
     with torch_threads(threads):
-        encoder = train_dan(src_texts, tgt_texts, src_lang=src_lang, tgt_lang=tgt_lang, config=config, seed=seed,
-                            progress=progress, hard_negatives=False)
+        encoder = train_dan(
+            src_texts,
+            tgt_texts,
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            config=config,
+            seed=seed,
+            progress=progress,
+            hard_negatives=False,
+        )
     return DocumentBow(encoder.model, encoder.src_lang, encoder.tgt_lang, threads=threads)

@@ -49,8 +49,11 @@ def sentence_avg(emb: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     # float32 sums (a float64 copy of the whole side cost 11-16 s and 1.2 GB at 300k sentences); starts clamped so
     # trailing empty documents do not index past the end: their rows are zeroed below like other empty ones.
     starts = np.minimum(offsets[:-1], max(len(emb) - 1, 0))
-    sums = np.add.reduceat(np.asarray(emb, dtype=np.float32), starts, axis=0) if len(emb) else \
-        np.zeros((len(offsets) - 1, emb.shape[1]), np.float32)
+    sums = (
+        np.add.reduceat(np.asarray(emb, dtype=np.float32), starts, axis=0)
+        if len(emb)
+        else np.zeros((len(offsets) - 1, emb.shape[1]), np.float32)
+    )
     lengths = np.diff(offsets)
     sums[lengths == 0] = 0.0  # reduceat repeats the next row for empty segments
     return _normalise(sums / np.maximum(lengths, 1)[:, None])
@@ -182,7 +185,7 @@ class HideModel(nn.Module):
                 stop = min(len(offsets) - 1, start + batch_docs)
                 lo, hi = offsets[start], offsets[stop]
                 sub = torch.from_numpy(np.ascontiguousarray(emb[lo:hi], dtype=np.float32))
-                off = torch.from_numpy(offsets[start:stop + 1] - lo)
+                off = torch.from_numpy(offsets[start : stop + 1] - lo)
                 parts.append(self.doc_vectors(sub, off, side).numpy())
         return np.concatenate(parts) if parts else np.zeros((0, self.config.hidden[-1]), np.float32)
 
@@ -201,8 +204,9 @@ class HideModel(nn.Module):
         return model
 
 
-def _take_docs(emb: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-               docs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+def _take_docs(
+    emb: np.ndarray, starts: np.ndarray, ends: np.ndarray, docs: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Rows and offsets of a batch of documents (row ranges starts[d]:ends[d], in the given order)."""
     lengths = ends[docs] - starts[docs]
     rows = np.concatenate([np.arange(starts[d], ends[d]) for d in docs]) if len(docs) else np.empty(0, int)
@@ -210,8 +214,9 @@ def _take_docs(emb: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     return torch.from_numpy(np.ascontiguousarray(emb[rows], dtype=np.float32)), torch.from_numpy(new_off)
 
 
-def document_crops(src_offsets: np.ndarray, tgt_offsets: np.ndarray, n_crops: int, rng: np.random.Generator, *,
-                   min_share: float = 0.2) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def document_crops(
+    src_offsets: np.ndarray, tgt_offsets: np.ndarray, n_crops: int, rng: np.random.Generator, *, min_share: float = 0.2
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(src_starts, src_ends, tgt_starts, tgt_ends) of the aligned pairs plus `n_crops` proportional crops of each.
 
     A crop takes the same share [f0, f1) of both documents (f1 - f0 >= min_share, at least one row per side), so a
@@ -231,8 +236,7 @@ def document_crops(src_offsets: np.ndarray, tgt_offsets: np.ndarray, n_crops: in
 
     cs, ce = cut(s0, s1)
     ct, cte = cut(t0, t1)
-    return (np.concatenate([s0, cs]), np.concatenate([s1, ce]), np.concatenate([t0, ct]),
-            np.concatenate([t1, cte]))
+    return (np.concatenate([s0, cs]), np.concatenate([s1, ce]), np.concatenate([t0, ct]), np.concatenate([t1, cte]))
 
 
 @dataclass(frozen=True)
@@ -262,20 +266,26 @@ class HideValidation:
         n = len(u)
         hits, margins = 0, np.zeros(n, dtype=np.float64)
         for start in range(0, n, 2048):  # row blocks of one similarity matrix serve both figures, in bounded memory
-            sims = u[start:start + 2048] @ v.T
+            sims = u[start : start + 2048] @ v.T
             rows = np.arange(len(sims))
             hits += int((sims.argmax(axis=1) == rows + start).sum())
             gold = sims[rows, rows + start].copy()
             sims[rows, rows + start] = -np.inf
-            margins[start:start + len(sims)] = gold - sims.max(axis=1)
+            margins[start : start + len(sims)] = gold - sims.max(axis=1)
         if n < 2 or len(v) < 2:
             return hits / n, 0.0
         return hits / n, float(margins.mean())
 
 
 def train_hide(
-    src_emb: np.ndarray, src_offsets: np.ndarray, tgt_emb: np.ndarray, tgt_offsets: np.ndarray, *,
-    config: HideConfig | None = None, seed: int = 0, progress: Progress | None = None,
+    src_emb: np.ndarray,
+    src_offsets: np.ndarray,
+    tgt_emb: np.ndarray,
+    tgt_offsets: np.ndarray,
+    *,
+    config: HideConfig | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
     validation: HideValidation | None = None,
 ) -> HideModel:
     """Train HiDE on aligned document pairs (source doc i translates target doc i) with the bidirectional
@@ -291,17 +301,22 @@ def train_hide(
     tgt_offsets = check_offsets(tgt_offsets, len(tgt_emb))
     n = len(src_offsets) - 1
     if n != len(tgt_offsets) - 1 or n < 2:
-        raise ValueError(f"need the same number (>= 2) of source and target documents, got {n} and "
-                         f"{len(tgt_offsets) - 1}")
-    s_start, s_end, t_start, t_end = document_crops(src_offsets, tgt_offsets, config.crops,
-                                                    np.random.default_rng(seed), min_share=config.min_crop)
+        raise ValueError(
+            f"need the same number (>= 2) of source and target documents, got {n} and {len(tgt_offsets) - 1}"
+        )
+    s_start, s_end, t_start, t_end = document_crops(
+        src_offsets, tgt_offsets, config.crops, np.random.default_rng(seed), min_share=config.min_crop
+    )
     n = len(s_start)
     gen = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = HideModel(src_emb.shape[1], config)
-    opt = (torch.optim.Adam(model.parameters(), lr=config.lr) if config.optimizer == "adam"
-           else torch.optim.SGD(model.parameters(), lr=config.lr))
+    opt = (
+        torch.optim.Adam(model.parameters(), lr=config.lr)
+        if config.optimizer == "adam"
+        else torch.optim.SGD(model.parameters(), lr=config.lr)
+    )
     steps_per_epoch = -(-n // config.batch_size)
     total, done = steps_per_epoch * config.epochs, 0
     history: list[float] = []
@@ -325,7 +340,7 @@ def train_hide(
     for epoch in range(config.epochs):
         order = torch.randperm(n, generator=gen).numpy()
         for start in range(0, n, config.batch_size):
-            docs = order[start:start + config.batch_size]
+            docs = order[start : start + config.batch_size]
             if len(docs) < 2:
                 continue
             s_rows, s_off = _take_docs(src_emb, s_start, s_end, docs)

@@ -129,8 +129,9 @@ def sentence_vote(
     return _group(src_doc[rows], tgt_doc[cols], votes, n_tgt_docs)
 
 
-def aligned_sentence_count(knn_ids: np.ndarray, src_doc: np.ndarray, tgt_doc: np.ndarray, *,
-                           n_tgt_docs: int) -> DocScores:
+def aligned_sentence_count(
+    knn_ids: np.ndarray, src_doc: np.ndarray, tgt_doc: np.ndarray, *, n_tgt_docs: int
+) -> DocScores:
     """Baseline: how many of a source document's sentences have their nearest target sentence in each document."""
     top = knn_ids[:, 0]
     ok = top >= 0

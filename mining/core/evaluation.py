@@ -95,8 +95,9 @@ def build_bucc(
     src_idx = _clean_distractors(src_distractors, seen, min_words, rng)
     tgt_idx = _clean_distractors(tgt_distractors, seen, min_words, rng)
     if fuzzy is not None:
-        src_idx, tgt_idx = _drop_fuzzy(gold, src_distractors, tgt_distractors, src_idx, tgt_idx, fuzzy,
-                                       src_shadows, tgt_shadows)
+        src_idx, tgt_idx = _drop_fuzzy(
+            gold, src_distractors, tgt_distractors, src_idx, tgt_idx, fuzzy, src_shadows, tgt_shadows
+        )
     src_extra = [src_distractors[i] for i in src_idx]
     tgt_extra = [tgt_distractors[i] for i in tgt_idx]
     if known_pairs or gold:
@@ -111,8 +112,9 @@ def build_bucc(
     return BuccSet([src_texts[i] for i in src_perm], [tgt_texts[i] for i in tgt_perm], gold_idx)
 
 
-def _drop_known_translations(src: list[str], tgt: list[str],
-                             known: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
+def _drop_known_translations(
+    src: list[str], tgt: list[str], known: Sequence[tuple[str, str]]
+) -> tuple[list[str], list[str]]:
     """Drop source distractors with a known translation among the target distractors, and vice versa."""
     src_keys = {near_duplicate_key(t) for t in src}
     tgt_keys = {near_duplicate_key(t) for t in tgt}
@@ -122,12 +124,13 @@ def _drop_known_translations(src: list[str], tgt: list[str],
         if ka in src_keys and kb in tgt_keys:
             bad_src.add(ka)
             bad_tgt.add(kb)
-    return ([t for t in src if near_duplicate_key(t) not in bad_src],
-            [t for t in tgt if near_duplicate_key(t) not in bad_tgt])
+    return (
+        [t for t in src if near_duplicate_key(t) not in bad_src],
+        [t for t in tgt if near_duplicate_key(t) not in bad_tgt],
+    )
 
 
-def _clean_distractors(texts: Sequence[str], seen: set[str], min_words: int,
-                       rng: np.random.Generator) -> list[int]:
+def _clean_distractors(texts: Sequence[str], seen: set[str], min_words: int, rng: np.random.Generator) -> list[int]:
     """Indices of the texts kept (long enough, no near-duplicate key seen before), in a seeded random order."""
     out: list[int] = []
     for i, text in enumerate(texts):
@@ -161,7 +164,7 @@ def fuzzy_matches(queries: Sequence[str], pool: Sequence[str], threshold: float)
         return np.zeros(len(queries), dtype=bool)
     rows, cols, vocab = _word_sets([*queries, *pool])
     m = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(queries) + len(pool), len(vocab)))
-    q, p = m[: len(queries)], m[len(queries):]
+    q, p = m[: len(queries)], m[len(queries) :]
     qn, pn = np.asarray(q.sum(axis=1)).ravel(), np.asarray(p.sum(axis=1)).ravel()
     inter = (q @ p.T).tocoo()
     union = qn[inter.row] + pn[inter.col] - inter.data
@@ -171,15 +174,27 @@ def fuzzy_matches(queries: Sequence[str], pool: Sequence[str], threshold: float)
     return out
 
 
-def _drop_fuzzy(gold: list[tuple[str, str]], src: Sequence[str], tgt: Sequence[str], src_idx: list[int],
-                tgt_idx: list[int], threshold: float, src_shadows: Sequence[Sequence[str]] | None,
-                tgt_shadows: Sequence[Sequence[str]] | None) -> tuple[list[int], list[int]]:
+def _drop_fuzzy(
+    gold: list[tuple[str, str]],
+    src: Sequence[str],
+    tgt: Sequence[str],
+    src_idx: list[int],
+    tgt_idx: list[int],
+    threshold: float,
+    src_shadows: Sequence[Sequence[str]] | None,
+    tgt_shadows: Sequence[Sequence[str]] | None,
+) -> tuple[list[int], list[int]]:
     """The distractor indices left after the fuzzy checks of `build_bucc` (order kept)."""
     src_side = [s for s, _ in gold] + [src[i] for i in src_idx]
     tgt_side = [t for _, t in gold] + [tgt[i] for i in tgt_idx]
 
-    def keep(idx: list[int], texts: Sequence[str], gold_texts: list[str],
-             shadows: Sequence[Sequence[str]] | None, other_side: list[str]) -> list[int]:
+    def keep(
+        idx: list[int],
+        texts: Sequence[str],
+        gold_texts: list[str],
+        shadows: Sequence[Sequence[str]] | None,
+        other_side: list[str],
+    ) -> list[int]:
         bad = fuzzy_matches([texts[i] for i in idx], gold_texts, threshold)
         if shadows is not None:
             # Shadows repeat (every sentence of a page whose blocks do not line up shares the whole translated
@@ -191,8 +206,10 @@ def _drop_fuzzy(gold: list[tuple[str, str]], src: Sequence[str], tgt: Sequence[s
             bad[owner[hit]] = True
         return [i for i, b in zip(idx, bad, strict=True) if not b]
 
-    return (keep(src_idx, src, [s for s, _ in gold], src_shadows, tgt_side),
-            keep(tgt_idx, tgt, [t for _, t in gold], tgt_shadows, src_side))
+    return (
+        keep(src_idx, src, [s for s, _ in gold], src_shadows, tgt_side),
+        keep(tgt_idx, tgt, [t for _, t in gold], tgt_shadows, src_side),
+    )
 
 
 @dataclass(frozen=True)
@@ -230,8 +247,18 @@ def score_configurations(
                 out.append(MiningScore(margin.value, strategy.value, float("nan"), 0.0, 0.0, 0.0, 0, k))
                 continue
             best = best_f1_threshold(cands.score, labels, n_positive=float(len(gold)))
-            out.append(MiningScore(margin.value, strategy.value, best.threshold, best.precision, best.recall,
-                                   best.f1, int(len(cands)), k))
+            out.append(
+                MiningScore(
+                    margin.value,
+                    strategy.value,
+                    best.threshold,
+                    best.precision,
+                    best.recall,
+                    best.f1,
+                    int(len(cands)),
+                    k,
+                )
+            )
     return out
 
 

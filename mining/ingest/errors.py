@@ -6,8 +6,9 @@ from __future__ import annotations
 class ImportFailure(Exception):
     """A corpus file cannot be imported; the message says which file, where, and why."""
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 element: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, path: str | None = None, line: int | None = None, element: str | None = None
+    ) -> None:
         where = []
         if path:
             where.append(f"file '{path}'")
@@ -24,8 +25,9 @@ def decode_line(raw: bytes, path: str, line_no: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        bad = raw[exc.start: exc.end]
+        bad = raw[exc.start : exc.end]
         raise ImportFailure(
             f"bytes {bad!r} at column {exc.start + 1} are not valid UTF-8 (save the file as UTF-8)",
-            path=path, line=line_no,
+            path=path,
+            line=line_no,
         ) from None

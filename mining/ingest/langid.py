@@ -51,9 +51,10 @@ def detect(texts: Sequence[str], *, max_bytes: int = MAX_BYTES) -> list[str]:
     order = np.argsort(lengths, kind="stable")
     result = np.empty(len(encoded), dtype=object)
     for start in range(0, len(order), CHUNK):
-        idx = order[start:start + CHUNK]
-        result[idx] = _detect_chunk([encoded[i] for i in idx], lengths[idx], nm, rowbase, out, ptc, pc, classes,
-                                    aliases)
+        idx = order[start : start + CHUNK]
+        result[idx] = _detect_chunk(
+            [encoded[i] for i in idx], lengths[idx], nm, rowbase, out, ptc, pc, classes, aliases
+        )
     return ["" if not t.strip() else code for t, code in zip(texts, result.tolist(), strict=True)]
 
 

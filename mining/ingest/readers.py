@@ -108,13 +108,17 @@ def read_tmx(path: str, src_lang: str, tgt_lang: str) -> Iterator[Pair]:
                 lang = tuv.get(xml_lang) or tuv.get("lang")
                 seg = tuv.find("seg")
                 if lang is None or seg is None:
-                    raise ImportFailure("a <tuv> lacks xml:lang or a <seg>", path=path,
-                                        element=f"<tu> #{n_tu}{_tuid(elem)}")
+                    raise ImportFailure(
+                        "a <tuv> lacks xml:lang or a <seg>", path=path, element=f"<tu> #{n_tu}{_tuid(elem)}"
+                    )
                 segs[lang.lower()] = "".join(seg.itertext())
             src, tgt = _pick(segs, src_lang), _pick(segs, tgt_lang)
             if src is None or tgt is None:
-                raise ImportFailure(f"needs <tuv> in '{src_lang}' and '{tgt_lang}', has {sorted(segs)}", path=path,
-                                    element=f"<tu> #{n_tu}{_tuid(elem)}")
+                raise ImportFailure(
+                    f"needs <tuv> in '{src_lang}' and '{tgt_lang}', has {sorted(segs)}",
+                    path=path,
+                    element=f"<tu> #{n_tu}{_tuid(elem)}",
+                )
             yield Pair(src, tgt)
             # Drop the finished unit from <body> too, so memory stays flat however many units the file holds.
             elem.clear()
@@ -122,8 +126,12 @@ def read_tmx(path: str, src_lang: str, tgt_lang: str) -> Iterator[Pair]:
                 parent.clear()
     except ET.ParseError as exc:
         line, col = exc.position
-        raise ImportFailure(f"malformed TMX at column {col + 1} ({exc.msg if hasattr(exc, 'msg') else exc})",
-                            path=path, line=line, element=f"after <tu> #{n_tu}") from None
+        raise ImportFailure(
+            f"malformed TMX at column {col + 1} ({exc.msg if hasattr(exc, 'msg') else exc})",
+            path=path,
+            line=line,
+            element=f"after <tu> #{n_tu}",
+        ) from None
 
 
 def _tuid(elem: ET.Element) -> str:
@@ -187,8 +195,15 @@ def read_jsonl(path: str) -> Iterator[Doc]:
             raise ImportFailure("'text' must be a string", path=path, line=no)
         lang = check_language(str(obj["lang"]), path=f"{path}, line {no}")
         meta = {k: v for k, v in obj.items() if k not in {"id", "lang", "title", "url", "text", "sentences"}}
-        yield Doc(str(obj["id"]), lang, str(obj.get("title") or ""), str(obj.get("url") or ""),
-                  text=obj.get("text") if sentences is None else None, sentences=sentences, metadata=meta)
+        yield Doc(
+            str(obj["id"]),
+            lang,
+            str(obj.get("title") or ""),
+            str(obj.get("url") or ""),
+            text=obj.get("text") if sentences is None else None,
+            sentences=sentences,
+            metadata=meta,
+        )
 
 
 def read_folder(root: str) -> Iterator[Doc]:
@@ -212,8 +227,9 @@ def _lang_of(rel: Path, path: str) -> tuple[str, str]:
     if len(stem_parts) >= 3:
         lang = stem_parts[-2]
         return check_language(lang, path=path), ".".join(stem_parts[:-2] + stem_parts[-1:])
-    raise ImportFailure("cannot tell the language: put the file in a language folder (en/...) or name it "
-                        "NAME.LANG.txt", path=path)
+    raise ImportFailure(
+        "cannot tell the language: put the file in a language folder (en/...) or name it NAME.LANG.txt", path=path
+    )
 
 
 def total_bytes(paths: list[str]) -> int:

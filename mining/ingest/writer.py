@@ -31,8 +31,12 @@ DOCUMENT_COLUMNS = ["id", "corpus_id", "lang", "external_id", "url", "title", "m
 DOCUMENT_TYPES = ["int8", "int8", "text", "text", "text", "text", "jsonb", "int4"]
 PAIR_COLUMNS = ["corpus_id", "src_id", "tgt_id"]
 PAIR_TYPES = ["int8", "int8", "int8"]
-STAT_OF = {Document: "documents_written", Sentence: "sentences", GoldDocumentPair: "gold_document_pairs",
-           GoldSentencePair: "gold_sentence_pairs"}
+STAT_OF = {
+    Document: "documents_written",
+    Sentence: "sentences",
+    GoldDocumentPair: "gold_document_pairs",
+    GoldSentencePair: "gold_sentence_pairs",
+}
 
 
 class LanguageDetector:
@@ -57,8 +61,9 @@ class LanguageDetector:
             return lambda: _analyse(texts)
         step = -(-len(texts) // self._workers)
         try:
-            futures: list[Future] = [self._pool.submit(_analyse, texts[i:i + step])
-                                     for i in range(0, len(texts), step)]
+            futures: list[Future] = [
+                self._pool.submit(_analyse, texts[i : i + step]) for i in range(0, len(texts), step)
+            ]
         except (RuntimeError, AssertionError) as exc:
             logger.info("language id runs inline (%s)", exc)
             self._pool = None
@@ -91,13 +96,25 @@ def _load_model() -> None:
 class CorpusWriter:
     """Buffers rows and flushes them with COPY every `batch_size` sentences."""
 
-    def __init__(self, corpus: Corpus, *, batch_size: int = 20_000, langid_workers: int = 2,
-                 progress: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        corpus: Corpus,
+        *,
+        batch_size: int = 20_000,
+        langid_workers: int = 2,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
         self.corpus = corpus
         self.batch_size = batch_size
-        self.stats: dict[str, int] = {"documents": 0, "documents_written": 0, "sentences": 0, "gold_sentence_pairs": 0,
-                                      "gold_document_pairs": 0, "skipped_empty_documents": 0,
-                                      "skipped_empty_pairs": 0}
+        self.stats: dict[str, int] = {
+            "documents": 0,
+            "documents_written": 0,
+            "sentences": 0,
+            "gold_sentence_pairs": 0,
+            "gold_document_pairs": 0,
+            "skipped_empty_documents": 0,
+            "skipped_empty_pairs": 0,
+        }
         self._progress = progress
         self._detector = LanguageDetector(langid_workers)
         self._sent_ids: list[int] = []
@@ -121,13 +138,22 @@ class CorpusWriter:
         )
 
     # -- documents -------------------------------------------------------------------------------------------
-    def new_document(self, lang: str, external_id: str, *, title: str = "", url: str = "",
-                     metadata: dict | None = None, n_sentences: int = 0) -> int:
+    def new_document(
+        self,
+        lang: str,
+        external_id: str,
+        *,
+        title: str = "",
+        url: str = "",
+        metadata: dict | None = None,
+        n_sentences: int = 0,
+    ) -> int:
         """Reserve a document id and buffer its row; raises if (lang, external_id) already exists in the corpus."""
         key = (lang, external_id)
         if key in self._existing_docs:
-            raise ImportFailure(f"document '{external_id}' [{lang}] appears twice (or already exists in corpus "
-                                f"'{self.corpus.name}')")
+            raise ImportFailure(
+                f"document '{external_id}' [{lang}] appears twice (or already exists in corpus '{self.corpus.name}')"
+            )
         self._existing_docs.add(key)
         if len(self._doc_ids) == 0:
             self._doc_ids = reserve_ids(Document, 256)
@@ -156,8 +182,16 @@ class CorpusWriter:
         self._free_ids = reserve_ids(Sentence, n).tolist()[::-1] + self._free_ids
 
     # -- whole inputs ----------------------------------------------------------------------------------------
-    def write_pairs(self, pairs: Iterable[Pair], *, src_lang: str, tgt_lang: str, name: str,
-                    src_doc: int | None = None, src_seen: dict[str, int] | None = None) -> tuple[int, int]:
+    def write_pairs(
+        self,
+        pairs: Iterable[Pair],
+        *,
+        src_lang: str,
+        tgt_lang: str,
+        name: str,
+        src_doc: int | None = None,
+        src_seen: dict[str, int] | None = None,
+    ) -> tuple[int, int]:
         """An aligned input as one source and one target document; every pair becomes a gold sentence pair.
 
         `src_doc` and `src_seen` let several catalogues share one source document whose repeated sentences (same
@@ -203,8 +237,14 @@ class CorpusWriter:
             if not sentences:
                 self.stats["skipped_empty_documents"] += 1
                 continue
-            doc_id = self.new_document(doc.lang, doc.external_id, title=doc.title, url=doc.url,
-                                       metadata=doc.metadata, n_sentences=len(sentences))
+            doc_id = self.new_document(
+                doc.lang,
+                doc.external_id,
+                title=doc.title,
+                url=doc.url,
+                metadata=doc.metadata,
+                n_sentences=len(sentences),
+            )
             for pos, text in enumerate(sentences):
                 self.add_sentence(doc_id, doc.lang, pos, text)
             by_id.setdefault(doc.external_id, []).append((doc.lang, doc_id))
@@ -212,7 +252,7 @@ class CorpusWriter:
                 self._progress(1)
         for versions in by_id.values():
             for i, (lang_a, a) in enumerate(versions):
-                for lang_b, b in versions[i + 1:]:
+                for lang_b, b in versions[i + 1 :]:
                     if lang_a != lang_b:
                         self._gold_docs.append((self.corpus.pk, a, b))
 
@@ -252,16 +292,18 @@ class CorpusWriter:
             raw = connection.connection
             self._pending = self._copier.submit(_copy_batch, raw, batch)
 
-    def _sentence_parts(self, columns: tuple[list, ...] | None, analysis: Analysis | None,
-                        gold: list[tuple[int, int]]) -> list[tuple[type, list[str], list, list[str]]]:
+    def _sentence_parts(
+        self, columns: tuple[list, ...] | None, analysis: Analysis | None, gold: list[tuple[int, int]]
+    ) -> list[tuple[type, list[str], list, list[str]]]:
         """COPY parts for a batch of sentences with their language ids and hashes, then the gold pairs that refer
         to them."""
         parts = []
         if columns is not None and analysis is not None:
             ids, docs, langs, positions, texts = columns
             codes, hashes = analysis
-            rows = list(zip(ids, repeat(self.corpus.pk, len(ids)), docs, langs, positions, texts, hashes, codes,
-                            strict=True))
+            rows = list(
+                zip(ids, repeat(self.corpus.pk, len(ids)), docs, langs, positions, texts, hashes, codes, strict=True)
+            )
             parts.append((Sentence, SENTENCE_COLUMNS, rows, SENTENCE_TYPES))
         if gold:
             cid = self.corpus.pk

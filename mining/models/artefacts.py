@@ -23,9 +23,7 @@ class Artefact(models.Model):
     tgt_lang = models.CharField(max_length=16, blank=True)
     params = models.JSONField(default=dict, blank=True)
     metrics = models.JSONField(default=dict, blank=True)
-    trained_on = models.ForeignKey(
-        "mining.Corpus", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    trained_on = models.ForeignKey("mining.Corpus", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     is_active = models.BooleanField(default=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

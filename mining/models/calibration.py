@@ -13,10 +13,12 @@ class LanguagePairSetting(models.Model):
     threshold = models.FloatField()
     target_precision = models.FloatField(null=True, blank=True)
     estimated_precision = models.FloatField(null=True, blank=True)
-    calibration = models.ForeignKey("mining.Artefact", null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
-    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    calibration = models.ForeignKey(
+        "mining.Artefact", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

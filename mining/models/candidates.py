@@ -6,8 +6,7 @@ from django.db import models
 class SentencePairCandidate(models.Model):
     """A candidate translation pair found by a run, with the evidence for its score."""
 
-    run = models.ForeignKey("mining.MiningRun", on_delete=models.CASCADE, related_name="sentence_pairs",
-                            db_index=False)
+    run = models.ForeignKey("mining.MiningRun", on_delete=models.CASCADE, related_name="sentence_pairs", db_index=False)
     src = models.ForeignKey("mining.Sentence", on_delete=models.CASCADE, related_name="+", db_index=False)
     tgt = models.ForeignKey("mining.Sentence", on_delete=models.CASCADE, related_name="+", db_index=False)
     cosine = models.FloatField()
@@ -20,8 +19,13 @@ class SentencePairCandidate(models.Model):
     strategy = models.CharField(max_length=16, blank=True)
     filter_reason = models.CharField(max_length=32, blank=True, help_text="Pre-filter rule that fired, if any.")
     doc_pair = models.ForeignKey(
-        "mining.DocumentPairCandidate", null=True, blank=True, on_delete=models.CASCADE, related_name="sentence_pairs",
-        db_index=False, help_text="For alignment runs: the document pair this pair came from.",
+        "mining.DocumentPairCandidate",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="sentence_pairs",
+        db_index=False,
+        help_text="For alignment runs: the document pair this pair came from.",
     )
     evidence = models.JSONField(default=dict, blank=True)
 
@@ -41,8 +45,7 @@ class SentencePairCandidate(models.Model):
 class DocumentPairCandidate(models.Model):
     """A candidate translation pair of documents found by a document-matching run."""
 
-    run = models.ForeignKey("mining.MiningRun", on_delete=models.CASCADE, related_name="document_pairs",
-                            db_index=False)
+    run = models.ForeignKey("mining.MiningRun", on_delete=models.CASCADE, related_name="document_pairs", db_index=False)
     src = models.ForeignKey("mining.Document", on_delete=models.CASCADE, related_name="+", db_index=False)
     tgt = models.ForeignKey("mining.Document", on_delete=models.CASCADE, related_name="+", db_index=False)
     cosine = models.FloatField()

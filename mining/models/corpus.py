@@ -55,8 +55,7 @@ class Sentence(models.Model):
     # `corpus` copies document.corpus for the (corpus, lang, id) index. It has no database constraint of its own:
     # sentence -> document -> corpus already guarantees the corpus exists, and a second deferred check per row was
     # a quarter of the server's time in an import. Deleting a corpus still cascades (Django collects the rows).
-    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="+", db_index=False,
-                               db_constraint=False)
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False)
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="sentences", db_index=False)
     lang = models.CharField(max_length=16)
     position = models.PositiveIntegerField()
@@ -93,8 +92,9 @@ class GoldSentencePair(models.Model):
     """A known translation between two sentences (TSV, Moses, TMX and PO imports record these)."""
 
     # As on Sentence: `corpus` is a copy (of src.corpus) without a constraint of its own; src and tgt are checked.
-    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="gold_sentence_pairs", db_index=False,
-                               db_constraint=False)
+    corpus = models.ForeignKey(
+        Corpus, on_delete=models.CASCADE, related_name="gold_sentence_pairs", db_index=False, db_constraint=False
+    )
     # No index of its own on src: the unique (src, tgt) index serves lookups by src.
     src = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="+", db_index=False)
     tgt = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="+")

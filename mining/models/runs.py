@@ -39,11 +39,13 @@ class MiningRun(models.Model):
     )
     src_lang = models.CharField(max_length=16, blank=True)
     tgt_lang = models.CharField(max_length=16, blank=True)
-    encoder = models.ForeignKey(
-        "mining.Artefact", null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
-    )
+    encoder = models.ForeignKey("mining.Artefact", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
     parent = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children",
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="children",
         help_text="The run this one builds on (e.g. the document run an alignment run aligns).",
     )
     params = models.JSONField(default=dict, blank=True)

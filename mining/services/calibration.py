@@ -57,8 +57,14 @@ class ThresholdLabels:
 def _source_embeddings(run: MiningRun, src_ids: list[int]) -> np.ndarray:
     """Embeddings of some source sentences of a run (from the run's cached shards; computed if missing)."""
     side = side_sentences(run.src_corpus, run.src_lang)
-    emb = embed_side(corpus=run.src_corpus, lang=run.src_lang, encoder_artefact=run.encoder,
-                     encode=load_encoder(run.encoder).encode, ids=side.ids, texts=side.texts)
+    emb = embed_side(
+        corpus=run.src_corpus,
+        lang=run.src_lang,
+        encoder_artefact=run.encoder,
+        encode=load_encoder(run.encoder).encode,
+        ids=side.ids,
+        texts=side.texts,
+    )
     row = {int(s): i for i, s in enumerate(side.ids)}
     return emb[[row[s] for s in src_ids]]
 
@@ -82,13 +88,24 @@ def threshold_labels(*, src_lang: str, tgt_lang: str) -> ThresholdLabels:
     campaign drew by score or confidence are left out: they would bias the estimate (the head still trains on them)."""
     from annotation.models import Label
 
-    rows = list(Label.objects.filter(sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang)
-                .values_list("sentence_pair__score", "verdict", "item__campaign_id", "item__run_id", "item__stratum",
-                             "item__stratum_size", "item__sampler"))
+    rows = list(
+        Label.objects.filter(sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang).values_list(
+            "sentence_pair__score",
+            "verdict",
+            "item__campaign_id",
+            "item__run_id",
+            "item__stratum",
+            "item__stratum_size",
+            "item__sampler",
+        )
+    )
     kept = [r for r in rows if _estimable(r[6])]
-    return ThresholdLabels(np.array([r[0] for r in kept], dtype=np.float64),
-                           np.array([r[1] == "GOOD" for r in kept], dtype=bool),
-                           _stratum_weights([r[2:6] for r in kept]), len(rows) - len(kept))
+    return ThresholdLabels(
+        np.array([r[0] for r in kept], dtype=np.float64),
+        np.array([r[1] == "GOOD" for r in kept], dtype=bool),
+        _stratum_weights([r[2:6] for r in kept]),
+        len(rows) - len(kept),
+    )
 
 
 def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = None) -> LabelledPairs:
@@ -99,16 +116,35 @@ def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = No
     an average sampled label. Only runs of the most used encoder count, since the head reads the source embedding."""
     from annotation.models import Label
 
-    qs = Label.objects.filter(sentence_pair__isnull=False, sentence_pair__run__src_lang=src_lang,
-                              sentence_pair__run__tgt_lang=tgt_lang)
+    qs = Label.objects.filter(
+        sentence_pair__isnull=False, sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang
+    )
     if campaign_id is not None:
         qs = qs.filter(campaign_id=campaign_id)
-    rows = list(qs.values_list("sentence_pair_id", "sentence_pair__src_id", "sentence_pair__run_id",
-                               "sentence_pair__score", "verdict", "item__campaign_id", "item__stratum",
-                               "item__stratum_size", "sentence_pair__run__encoder_id", "item__sampler"))
+    rows = list(
+        qs.values_list(
+            "sentence_pair_id",
+            "sentence_pair__src_id",
+            "sentence_pair__run_id",
+            "sentence_pair__score",
+            "verdict",
+            "item__campaign_id",
+            "item__stratum",
+            "item__stratum_size",
+            "sentence_pair__run__encoder_id",
+            "item__sampler",
+        )
+    )
     if not rows:
-        return LabelledPairs(np.empty(0, np.int64), np.empty((0, 0), np.float32), np.empty(0), np.empty(0, bool),
-                             np.empty(0), None, np.empty(0, np.int64))
+        return LabelledPairs(
+            np.empty(0, np.int64),
+            np.empty((0, 0), np.float32),
+            np.empty(0),
+            np.empty(0, bool),
+            np.empty(0),
+            None,
+            np.empty(0, np.int64),
+        )
     encoder_id = Counter(r[8] for r in rows).most_common(1)[0][0]
     rows = [r for r in rows if r[8] == encoder_id]
     sampled = np.array([bool(r[9]) and _estimable(r[9]) for r in rows])
@@ -121,22 +157,33 @@ def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = No
         by_run[r[2]].append(i)
     u = None
     for run_id, idx in by_run.items():
-        emb = _source_embeddings(MiningRun.objects.select_related("encoder", "src_corpus").get(pk=run_id),
-                                 [rows[i][1] for i in idx])
+        emb = _source_embeddings(
+            MiningRun.objects.select_related("encoder", "src_corpus").get(pk=run_id), [rows[i][1] for i in idx]
+        )
         if u is None:
             u = np.zeros((len(rows), emb.shape[1]), dtype=np.float32)
         u[idx] = emb
-    return LabelledPairs(np.array([r[0] for r in rows], dtype=np.int64), u, np.array([r[3] for r in rows]),
-                         np.array([r[4] == "GOOD" for r in rows]), weights / weights.mean(),
-                         Artefact.objects.filter(pk=encoder_id).first(), np.array([r[2] for r in rows], np.int64))
+    return LabelledPairs(
+        np.array([r[0] for r in rows], dtype=np.int64),
+        u,
+        np.array([r[3] for r in rows]),
+        np.array([r[4] == "GOOD" for r in rows]),
+        weights / weights.mean(),
+        Artefact.objects.filter(pk=encoder_id).first(),
+        np.array([r[2] for r in rows], np.int64),
+    )
 
 
 def _phi_of(run_ids: np.ndarray) -> dict[str, Any]:
     """How the labelled pairs were scored (the margin and k of most labels' runs): the phi the model learns on."""
     from .mining_runs import sentence_run_params
 
-    runs = {pk: (kind, params) for pk, kind, params in
-            MiningRun.objects.filter(pk__in={int(r) for r in run_ids}).values_list("pk", "kind", "params")}
+    runs = {
+        pk: (kind, params)
+        for pk, kind, params in MiningRun.objects.filter(pk__in={int(r) for r in run_ids}).values_list(
+            "pk", "kind", "params"
+        )
+    }
     specs: Counter = Counter()
     for run_id, n in Counter(run_ids.tolist()).items():
         kind, params = runs[run_id]
@@ -151,16 +198,27 @@ def _phi_of(run_ids: np.ndarray) -> dict[str, Any]:
 
 def latest_calibration(*, src_lang: str, tgt_lang: str) -> Artefact | None:
     """The newest active calibration model of a language pair."""
-    return (Artefact.objects.filter(kind=ArtefactKind.CALIBRATION, name=f"calibration-{src_lang}-{tgt_lang}",
-                                    is_active=True).order_by("-version").first())
+    return (
+        Artefact.objects.filter(
+            kind=ArtefactKind.CALIBRATION, name=f"calibration-{src_lang}-{tgt_lang}", is_active=True
+        )
+        .order_by("-version")
+        .first()
+    )
 
 
 def _report(rep) -> dict[str, Any]:
     rb = rep.reliability
-    return {"ece": round(rep.ece, 4), "brier": round(rep.brier, 4), "log_loss": round(rep.log_loss, 4),
-            "reliability": {"confidence": [round(float(x), 4) for x in rb.mean_confidence],
-                            "frequency": [round(float(x), 4) for x in rb.frequency],
-                            "count": [int(x) for x in rb.count]}}
+    return {
+        "ece": round(rep.ece, 4),
+        "brier": round(rep.brier, 4),
+        "log_loss": round(rep.log_loss, 4),
+        "reliability": {
+            "confidence": [round(float(x), 4) for x in rb.mean_confidence],
+            "frequency": [round(float(x), 4) for x in rb.frequency],
+            "count": [int(x) for x in rb.count],
+        },
+    }
 
 
 def save_calibrator(model: Any, method: str, path: Path) -> None:
@@ -184,12 +242,15 @@ def execute_calibrate(run: MiningRun, reporter) -> dict:
     reporter.update(stage="labels", force=True)
     data = labelled_pairs(src_lang=run.src_lang, tgt_lang=run.tgt_lang, campaign_id=run.params.get("campaign"))
     if len(data.labels) < 20 or data.labels.all() or not data.labels.any():
-        raise ValueError(f"{len(data.labels)} labels ({int(data.labels.sum())} GOOD) for {run.src_lang}-"
-                         f"{run.tgt_lang}: calibration needs at least 20, with both GOOD and BAD")
+        raise ValueError(
+            f"{len(data.labels)} labels ({int(data.labels.sum())} GOOD) for {run.src_lang}-"
+            f"{run.tgt_lang}: calibration needs at least 20, with both GOOD and BAD"
+        )
     reporter.update(stage="cross-validate", force=True)
     t0 = time.perf_counter()
-    reports = compare_calibrators(METHODS, data.u, data.phi, data.labels, k=5, seed=int(run.params.get("seed", 0)),
-                                  sample_weight=data.weights)
+    reports = compare_calibrators(
+        METHODS, data.u, data.phi, data.labels, k=5, seed=int(run.params.get("seed", 0)), sample_weight=data.weights
+    )
     model = METHODS[method]().fit(data.u, data.phi, data.labels, sample_weight=data.weights)
     run_record_timing(run=run, stage="fit", seconds=time.perf_counter() - t0)
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "calibration" / f"run-{run.pk}"
@@ -198,11 +259,22 @@ def execute_calibrate(run: MiningRun, reporter) -> dict:
     from .training_runs import artefact_create
 
     artefact = artefact_create(
-        kind=ArtefactKind.CALIBRATION, name=f"calibration-{run.src_lang}-{run.tgt_lang}",
-        path=folder / "calibration.pt", run=run, params={"method": method, "campaign": run.params.get("campaign"),
-                         "encoder": data.encoder.pk if data.encoder else None, "phi": _phi_of(data.run_ids)},
-        metrics={"labels": int(len(data.labels)), "good": int(data.labels.sum()),
-                 "cross_validated": {name: _report(r) for name, r in reports.items()}})
+        kind=ArtefactKind.CALIBRATION,
+        name=f"calibration-{run.src_lang}-{run.tgt_lang}",
+        path=folder / "calibration.pt",
+        run=run,
+        params={
+            "method": method,
+            "campaign": run.params.get("campaign"),
+            "encoder": data.encoder.pk if data.encoder else None,
+            "phi": _phi_of(data.run_ids),
+        },
+        metrics={
+            "labels": int(len(data.labels)),
+            "good": int(data.labels.sum()),
+            "cross_validated": {name: _report(r) for name, r in reports.items()},
+        },
+    )
     return {"artefact_id": artefact.pk, "version": artefact.version, "labels": int(len(data.labels))}
 
 
@@ -220,35 +292,64 @@ def calibration_apply(*, run: MiningRun, artefact: Artefact, chunk: int = 200_00
     """Write calibrated confidences for all the run's candidates: COPY into a temporary table, then one UPDATE."""
     model = load_calibrator(artefact)
     side = side_sentences(run.src_corpus, run.src_lang)
-    emb = embed_side(corpus=run.src_corpus, lang=run.src_lang, encoder_artefact=run.encoder,
-                     encode=load_encoder(run.encoder).encode, ids=side.ids, texts=side.texts)
+    emb = embed_side(
+        corpus=run.src_corpus,
+        lang=run.src_lang,
+        encoder_artefact=run.encoder,
+        encode=load_encoder(run.encoder).encode,
+        ids=side.ids,
+        texts=side.texts,
+    )
     row_of = np.full(int(side.ids.max()) + 1 if len(side.ids) else 1, -1, dtype=np.int64)
     row_of[side.ids] = np.arange(len(side.ids))
-    cands = np.array(list(SentencePairCandidate.objects.filter(run=run).values_list("id", "src_id", "score")
-                          .iterator(chunk_size=50_000)), dtype=np.float64).reshape(-1, 3)
+    cands = np.array(
+        list(
+            SentencePairCandidate.objects.filter(run=run)
+            .values_list("id", "src_id", "score")
+            .iterator(chunk_size=50_000)
+        ),
+        dtype=np.float64,
+    ).reshape(-1, 3)
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute("CREATE TEMPORARY TABLE calib_tmp (id bigint PRIMARY KEY, conf double precision) ON COMMIT DROP")
         with cur.cursor.copy("COPY calib_tmp (id, conf) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types(["int8", "float8"])
             for start in range(0, len(cands), chunk):
-                part = cands[start:start + chunk]
+                part = cands[start : start + chunk]
                 rows = row_of[part[:, 1].astype(np.int64)]
                 conf = model.predict(emb[rows], part[:, 2])
                 for cid, c in zip(part[:, 0].astype(np.int64), conf, strict=True):
                     copy.write_row((int(cid), float(c)))
-        cur.execute("UPDATE mining_sentencepaircandidate c SET confidence = t.conf, calibration_id = %s "
-                    "FROM calib_tmp t WHERE c.id = t.id", [artefact.pk])
+        cur.execute(
+            "UPDATE mining_sentencepaircandidate c SET confidence = t.conf, calibration_id = %s "
+            "FROM calib_tmp t WHERE c.id = t.id",
+            [artefact.pk],
+        )
         updated = cur.rowcount
     return updated
 
 
 @transaction.atomic
-def threshold_apply(*, src_lang: str, tgt_lang: str, threshold: float, target_precision: float | None,
-                    estimated_precision: float | None, calibration: Artefact | None, user: Any) -> LanguagePairSetting:
+def threshold_apply(
+    *,
+    src_lang: str,
+    tgt_lang: str,
+    threshold: float,
+    target_precision: float | None,
+    estimated_precision: float | None,
+    calibration: Artefact | None,
+    user: Any,
+) -> LanguagePairSetting:
     """Store the threshold chosen for a language pair."""
     setting, _ = LanguagePairSetting.objects.update_or_create(
-        src_lang=src_lang, tgt_lang=tgt_lang,
-        defaults={"threshold": threshold, "target_precision": target_precision,
-                  "estimated_precision": estimated_precision, "calibration": calibration,
-                  "updated_by": user if getattr(user, "is_authenticated", False) else None})
+        src_lang=src_lang,
+        tgt_lang=tgt_lang,
+        defaults={
+            "threshold": threshold,
+            "target_precision": target_precision,
+            "estimated_precision": estimated_precision,
+            "calibration": calibration,
+            "updated_by": user if getattr(user, "is_authenticated", False) else None,
+        },
+    )
     return setting

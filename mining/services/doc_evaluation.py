@@ -91,8 +91,7 @@ class Collection:
 
     def resplit(self, noise: Noise = Noise.RESPLIT, window: int = 120) -> Collection:
         """The noisy-split copy (no embeddings)."""
-        return Collection.from_documents([resplit(d, self.lang, noise, window) for d in self.documents()],
-                                         self.lang)
+        return Collection.from_documents([resplit(d, self.lang, noise, window) for d in self.documents()], self.lang)
 
 
 def ranking(u: np.ndarray, v: np.ndarray, n: int = max(NS)) -> np.ndarray:
@@ -103,8 +102,17 @@ def ranking(u: np.ndarray, v: np.ndarray, n: int = max(NS)) -> np.ndarray:
     return ids
 
 
-def vote_ranking(src: Collection, tgt: Collection, *, count: bool = False, neighbours: int = 10, w1: float = 5.0,
-                 w2: float = -2.0, n: int = max(NS), form: VoteForm = VoteForm.COUNTED) -> np.ndarray:
+def vote_ranking(
+    src: Collection,
+    tgt: Collection,
+    *,
+    count: bool = False,
+    neighbours: int = 10,
+    w1: float = 5.0,
+    w2: float = -2.0,
+    n: int = max(NS),
+    form: VoteForm = VoteForm.COUNTED,
+) -> np.ndarray:
     """(n_src_docs, n) target documents ranked by sentence-vote (or by the count of aligned sentences)."""
     sims, ids = knn_exact(src.emb, tgt.emb, neighbours)
     tgt_doc = np.repeat(np.arange(tgt.n_docs), np.diff(tgt.offsets))
@@ -112,9 +120,18 @@ def vote_ranking(src: Collection, tgt: Collection, *, count: bool = False, neigh
     if count:
         scores = aligned_sentence_count(ids, src_doc, tgt_doc, n_tgt_docs=tgt.n_docs)
     else:
-        scores = sentence_vote(ids, sims, src_doc, document_positions(src.offsets, form), tgt_doc,
-                               document_positions(tgt.offsets, form), n_tgt_docs=tgt.n_docs, w1=w1, w2=w2,
-                               form=form)
+        scores = sentence_vote(
+            ids,
+            sims,
+            src_doc,
+            document_positions(src.offsets, form),
+            tgt_doc,
+            document_positions(tgt.offsets, form),
+            n_tgt_docs=tgt.n_docs,
+            w1=w1,
+            w2=w2,
+            form=form,
+        )
     return scores.ranked_targets(src.n_docs, n)
 
 
@@ -126,17 +143,27 @@ class Models:
     bow: object | None = None  # docembed.DocumentBow (a unigram DAN over whole documents)
 
 
-def train_models(train_src: Collection, train_tgt: Collection, *, hide_config: HideConfig | None = None,
-                 bow_config: DanConfig | None = None, seed: int = 0, bow: bool = True,
-                 extra: Sequence[tuple[Collection, Collection]] = (),
-                 validation: tuple[Collection, Collection] | None = None) -> Models:
+def train_models(
+    train_src: Collection,
+    train_tgt: Collection,
+    *,
+    hide_config: HideConfig | None = None,
+    bow_config: DanConfig | None = None,
+    seed: int = 0,
+    bow: bool = True,
+    extra: Sequence[tuple[Collection, Collection]] = (),
+    validation: tuple[Collection, Collection] | None = None,
+) -> Models:
     """HiDE (both poolings) on the training pairs' sentence embeddings (doc i <-> doc i), plus Document BoW.
 
     `extra` adds more aligned collections (e.g. the same training documents re-split) to HiDE's training data;
     `validation`, embedded aligned collections on which HiDE keeps its best epoch (`train_hide`).
     """
-    val = None if validation is None else HideValidation(validation[0].emb, validation[0].offsets,
-                                                         validation[1].emb, validation[1].offsets)
+    val = (
+        None
+        if validation is None
+        else HideValidation(validation[0].emb, validation[0].offsets, validation[1].emb, validation[1].offsets)
+    )
     hide_config = hide_config or HideConfig()
     pairs = [(train_src, train_tgt), *extra]
     s_emb = np.concatenate([p[0].emb for p in pairs])
@@ -149,8 +176,15 @@ def train_models(train_src: Collection, train_tgt: Collection, *, hide_config: H
         hide[pooling.value] = train_hide(s_emb, s_off, t_emb, t_off, config=cfg, seed=seed, validation=val)
     bow_model = None
     if bow:
-        bow_model = train_document_bow(train_src.texts(), train_tgt.texts(), train_src.lang, train_tgt.lang,
-                                       bow_config or bow_defaults(), seed, threads=None)
+        bow_model = train_document_bow(
+            train_src.texts(),
+            train_tgt.texts(),
+            train_src.lang,
+            train_tgt.lang,
+            bow_config or bow_defaults(),
+            seed,
+            threads=None,
+        )
     return Models(hide, bow_model)
 
 
@@ -168,8 +202,9 @@ def _concat_offsets(parts: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate(out)
 
 
-def evaluate_methods(src: Collection, tgt: Collection, gold: np.ndarray, models: Models, *,
-                     neighbours: int = 10) -> dict[str, dict[int, float]]:
+def evaluate_methods(
+    src: Collection, tgt: Collection, gold: np.ndarray, models: Models, *, neighbours: int = 10
+) -> dict[str, dict[int, float]]:
     """P@1/3/10 per method for the source documents (with embeddings) against ALL target documents.
 
     Args:
@@ -178,8 +213,9 @@ def evaluate_methods(src: Collection, tgt: Collection, gold: np.ndarray, models:
         models: trained document models; rows without a model are left out.
     """
     out: dict[str, dict[int, float]] = {}
-    out[SENTENCE_AVG] = precision_at(ranking(sentence_avg(src.emb, src.offsets), sentence_avg(tgt.emb, tgt.offsets)),
-                                     gold, NS)
+    out[SENTENCE_AVG] = precision_at(
+        ranking(sentence_avg(src.emb, src.offsets), sentence_avg(tgt.emb, tgt.offsets)), gold, NS
+    )
     if models.bow is not None:
         u = models.bow.embed_documents(Documents(src.offsets, src.sentences), Side.SOURCE)
         v = models.bow.embed_documents(Documents(tgt.offsets, tgt.sentences), Side.TARGET)
@@ -191,8 +227,9 @@ def evaluate_methods(src: Collection, tgt: Collection, gold: np.ndarray, models:
             v = model.embed(tgt.emb, tgt.offsets, "tgt")
             out[name] = precision_at(ranking(u, v), gold, NS)
     out[SENTENCE_VOTE] = precision_at(vote_ranking(src, tgt, neighbours=neighbours), gold, NS)
-    out[SENTENCE_VOTE_PAPER] = precision_at(vote_ranking(src, tgt, neighbours=neighbours, form=VoteForm.PAPER),
-                                            gold, NS)
+    out[SENTENCE_VOTE_PAPER] = precision_at(
+        vote_ranking(src, tgt, neighbours=neighbours, form=VoteForm.PAPER), gold, NS
+    )
     out[COUNT] = precision_at(vote_ranking(src, tgt, count=True, neighbours=neighbours), gold, NS)
     return out
 
@@ -235,27 +272,41 @@ def corpus_pairs(corpus, src_lang: str, tgt_lang: str) -> CorpusPairs:
     src, tgt = doc_side(corpus, src_lang), doc_side(corpus, tgt_lang)
     s_index = {int(d): i for i, d in enumerate(src.doc_ids)}
     t_index = {int(d): i for i, d in enumerate(tgt.doc_ids)}
-    gold = sorted({(s_index[s], t_index[t]) for s, t in _gold_doc_pairs(corpus, src_lang, tgt_lang)
-                   if s in s_index and t in t_index})
+    gold = sorted(
+        {
+            (s_index[s], t_index[t])
+            for s, t in _gold_doc_pairs(corpus, src_lang, tgt_lang)
+            if s in s_index and t in t_index
+        }
+    )
     if not gold:
-        raise ValueError(f"corpus '{corpus}' has no gold {src_lang}-{tgt_lang} document pairs with sentences "
-                         "(import documents that share an id across languages)")
+        raise ValueError(
+            f"corpus '{corpus}' has no gold {src_lang}-{tgt_lang} document pairs with sentences "
+            "(import documents that share an id across languages)"
+        )
     seen: set[int] = set()
     gold = [g for g in gold if not (g[0] in seen or seen.add(g[0]))]  # one gold target per source document
 
     def docs(side, lang: str, which: list[int]) -> Collection:
-        return Collection.from_documents([side.texts[side.offsets[i]:side.offsets[i + 1]] for i in which], lang)
+        return Collection.from_documents([side.texts[side.offsets[i] : side.offsets[i + 1]] for i in which], lang)
 
     all_tgt = docs(tgt, tgt_lang, list(range(len(tgt.doc_ids))))
-    return CorpusPairs(docs(src, src_lang, [g[0] for g in gold]), all_tgt, np.array([g[1] for g in gold]),
-                       docs(tgt, tgt_lang, [g[1] for g in gold]))
+    return CorpusPairs(
+        docs(src, src_lang, [g[0] for g in gold]),
+        all_tgt,
+        np.array([g[1] for g in gold]),
+        docs(tgt, tgt_lang, [g[1] for g in gold]),
+    )
 
 
-def evaluate_corpus(pairs: CorpusPairs, encode: Encode, models: Models, *, noise: Noise = Noise.RESPLIT,
-                    window: int = 120) -> dict[str, dict[str, dict[int, float]]]:
+def evaluate_corpus(
+    pairs: CorpusPairs, encode: Encode, models: Models, *, noise: Noise = Noise.RESPLIT, window: int = 120
+) -> dict[str, dict[str, dict[int, float]]]:
     """{"clean": ..., "noisy (...)": ...} P@N per method for a corpus's gold-paired source documents."""
     src, tgt = pairs.src.embedded(encode), pairs.tgt.embedded(encode)
     noisy_src = pairs.src.resplit(noise, window).embedded(encode)
     noisy_tgt = pairs.tgt.resplit(noise, window).embedded(encode)
-    return {"clean": evaluate_methods(src, tgt, pairs.gold, models),
-            f"noisy ({noise.value})": evaluate_methods(noisy_src, noisy_tgt, pairs.gold, models)}
+    return {
+        "clean": evaluate_methods(src, tgt, pairs.gold, models),
+        f"noisy ({noise.value})": evaluate_methods(noisy_src, noisy_tgt, pairs.gold, models),
+    }

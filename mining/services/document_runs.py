@@ -78,8 +78,11 @@ class DocSide:
 
 def doc_side(corpus: Corpus, lang: str) -> DocSide:
     """Load the sentences of a corpus's documents in one language, ordered by document and position."""
-    rows = (Sentence.objects.filter(corpus=corpus, lang=lang).order_by("document_id", "position")
-            .values_list("document_id", "id", "position", "text", "detected_lang"))
+    rows = (
+        Sentence.objects.filter(corpus=corpus, lang=lang)
+        .order_by("document_id", "position")
+        .values_list("document_id", "id", "position", "text", "detected_lang")
+    )
     docs, sids, pos, texts, det = [], [], [], [], []
     for d, s, p, t, dl in rows.iterator(chunk_size=20_000):
         docs.append(d)
@@ -90,14 +93,28 @@ def doc_side(corpus: Corpus, lang: str) -> DocSide:
     docs_arr = np.asarray(docs, dtype=np.int64)
     change = np.flatnonzero(np.diff(docs_arr)) + 1 if len(docs_arr) else np.empty(0, np.int64)
     starts = np.concatenate([[0], change]) if len(docs_arr) else np.empty(0, np.int64)
-    return DocSide(docs_arr[starts], np.concatenate([starts, [len(docs_arr)]]).astype(np.int64),
-                   np.asarray(sids, dtype=np.int64), np.asarray(pos, dtype=np.int64), texts, det)
+    return DocSide(
+        docs_arr[starts],
+        np.concatenate([starts, [len(docs_arr)]]).astype(np.int64),
+        np.asarray(sids, dtype=np.int64),
+        np.asarray(pos, dtype=np.int64),
+        texts,
+        det,
+    )
 
 
 def _embed(run: MiningRun, corpus: Corpus, lang: str, side: DocSide, reporter: ProgressReporter) -> np.ndarray:
     encoder = load_encoder(run.encoder)
-    return embed_side(corpus=corpus, lang=lang, encoder_artefact=run.encoder, encode=encoder.encode,
-                      ids=side.sent_ids, texts=side.texts, progress=reporter.progress, variant="by-document")
+    return embed_side(
+        corpus=corpus,
+        lang=lang,
+        encoder_artefact=run.encoder,
+        encode=encoder.encode,
+        ids=side.sent_ids,
+        texts=side.texts,
+        progress=reporter.progress,
+        variant="by-document",
+    )
 
 
 def _doc_model(run: MiningRun, name: str) -> HideModel | DocumentBow:
@@ -105,12 +122,17 @@ def _doc_model(run: MiningRun, name: str) -> HideModel | DocumentBow:
     trained for the run's language pair."""
     label = {"hide": "HiDE", "bow": "Document BoW"}[name]
     models = Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name=name)
-    artefact = models.filter(pk=run.params["doc_model"]).first() if run.params.get("doc_model") else \
-        models.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).order_by("-version").first()
+    artefact = (
+        models.filter(pk=run.params["doc_model"]).first()
+        if run.params.get("doc_model")
+        else models.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).order_by("-version").first()
+    )
     if artefact is None:
-        raise ValueError(f"no trained {label} model for {run.src_lang}-{run.tgt_lang}"
-                         f"{' with id ' + str(run.params['doc_model']) if run.params.get('doc_model') else ''}: "
-                         f"train one first (manage.py match_documents --method {name} --train)")
+        raise ValueError(
+            f"no trained {label} model for {run.src_lang}-{run.tgt_lang}"
+            f"{' with id ' + str(run.params['doc_model']) if run.params.get('doc_model') else ''}: "
+            f"train one first (manage.py match_documents --method {name} --train)"
+        )
     if name == "bow":
         return DocumentBow.load(artefact_path(artefact), threads=settings.PCAPP_COMPUTE_THREADS)
     return HideModel.load(artefact_path(artefact))
@@ -119,8 +141,17 @@ def _doc_model(run: MiningRun, name: str) -> HideModel | DocumentBow:
 @register_run_handler(RunKind.DOCUMENT)
 def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Match documents of run.src_lang to documents of run.tgt_lang with the method in run.params."""
-    params = {"method": "hide", "k": 4, "margin": "ratio", "strategy": "max_score", "neighbours": 10,
-              "w1": 5.0, "w2": -2.0, "vote_form": VoteForm.COUNTED.value, **run.params}
+    params = {
+        "method": "hide",
+        "k": 4,
+        "margin": "ratio",
+        "strategy": "max_score",
+        "neighbours": 10,
+        "w1": 5.0,
+        "w2": -2.0,
+        "vote_form": VoteForm.COUNTED.value,
+        **run.params,
+    }
     if params["method"] not in METHODS:
         raise ValueError(f"unknown document method '{params['method']}' (known: {', '.join(METHODS)})")
     if run.encoder is None:
@@ -128,8 +159,9 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
         run.refresh_from_db()
     src, tgt = doc_side(run.src_corpus, run.src_lang), doc_side(run.tgt_corpus, run.tgt_lang)
     if len(src.doc_ids) == 0 or len(tgt.doc_ids) == 0:
-        raise ValueError(f"nothing to match: {len(src.doc_ids)} '{run.src_lang}' and {len(tgt.doc_ids)} "
-                         f"'{run.tgt_lang}' documents")
+        raise ValueError(
+            f"nothing to match: {len(src.doc_ids)} '{run.src_lang}' and {len(tgt.doc_ids)} '{run.tgt_lang}' documents"
+        )
     s_emb = t_emb = None  # Document BoW reads the words, not sentence embeddings
     if params["method"] != "bow":
         t0 = time.perf_counter()
@@ -145,13 +177,25 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     run_record_timing(run=run, stage="match", seconds=time.perf_counter() - t0)
     reporter.update(stage="write", total=len(rows), force=True)
     written = _write_doc_candidates(run, rows, src.doc_ids, tgt.doc_ids)
-    return {"candidates": written, "src_documents": int(len(src.doc_ids)), "tgt_documents": int(len(tgt.doc_ids)),
-            **(vote.summary() if vote else {})}
+    return {
+        "candidates": written,
+        "src_documents": int(len(src.doc_ids)),
+        "tgt_documents": int(len(tgt.doc_ids)),
+        **(vote.summary() if vote else {}),
+    }
 
 
-def match(params: dict, src: DocSide, tgt: DocSide, s_emb: np.ndarray | None, t_emb: np.ndarray | None,
-          run: MiningRun | None = None, *, doc_model: HideModel | DocumentBow | None = None,
-          vote: VoteCalibration | None = None) -> list[tuple[int, int, float, float, str, dict]]:
+def match(
+    params: dict,
+    src: DocSide,
+    tgt: DocSide,
+    s_emb: np.ndarray | None,
+    t_emb: np.ndarray | None,
+    run: MiningRun | None = None,
+    *,
+    doc_model: HideModel | DocumentBow | None = None,
+    vote: VoteCalibration | None = None,
+) -> list[tuple[int, int, float, float, str, dict]]:
     """(src doc index, tgt doc index, cosine, score, strategy, evidence) for the chosen method.
 
     Sentence-vote uses `vote`'s calibrated confidence as f1 when it has a model, else the normalised cosine.
@@ -169,15 +213,25 @@ def match(params: dict, src: DocSide, tgt: DocSide, s_emb: np.ndarray | None, t_
             scores = aligned_sentence_count(ids, src_doc_of, tgt_doc_of, n_tgt_docs=len(tgt.doc_ids))
         else:
             form = VoteForm(params.get("vote_form", VoteForm.COUNTED.value))
-            scores = sentence_vote(ids, sims, src_doc_of, document_positions(src.offsets, form), tgt_doc_of,
-                                   document_positions(tgt.offsets, form), n_tgt_docs=len(tgt.doc_ids),
-                                   w1=float(params["w1"]), w2=float(params["w2"]),
-                                   confidence=vote.f1(s_emb, t_emb, sims, ids) if vote else None,
-                                   form=form)
+            scores = sentence_vote(
+                ids,
+                sims,
+                src_doc_of,
+                document_positions(src.offsets, form),
+                tgt_doc_of,
+                document_positions(tgt.offsets, form),
+                n_tgt_docs=len(tgt.doc_ids),
+                w1=float(params["w1"]),
+                w2=float(params["w2"]),
+                confidence=vote.f1(s_emb, t_emb, sims, ids) if vote else None,
+                form=form,
+            )
         best = scores.best()
         f1 = {"f1": vote.label if vote else "cosine"} if method == "sentence_vote" else {}
-        return [(int(s), int(t), 0.0, float(v), method, {"votes": int(n), **f1})
-                for s, t, v, n in zip(best.src_doc, best.tgt_doc, best.score, best.n_votes, strict=True)]
+        return [
+            (int(s), int(t), 0.0, float(v), method, {"votes": int(n), **f1})
+            for s, t, v, n in zip(best.src_doc, best.tgt_doc, best.score, best.n_votes, strict=True)
+        ]
     embedder = _embedder(method, run, doc_model)
     # A side may come without its texts (`texts=[]`, as bench/document_speed.py builds them): embeddings only.
     u = embedder.embed_documents(Documents(src.offsets, src.texts or None, s_emb), Side.SOURCE)
@@ -197,12 +251,26 @@ def _retrieve(params: dict, u: np.ndarray, v: np.ndarray, method: str) -> list[t
     """Margin-scored candidates between document embeddings (the sentence-mining kNN, margin and strategy)."""
     k = int(params["k"])
     knn = knn_both(u, v, min(k, len(u), len(v)), method=knn_method_for(len(u), len(v)))
-    cands = mine_candidates(knn, margin=Margin(params["margin"]), k=min(k, len(u), len(v)),
-                            strategy=Strategy(params["strategy"]), threshold=params.get("threshold"))
-    return [(int(s), int(t), float(c), float(sc), params["strategy"],
-             {"method": method, "fwd_mean": round(float(f), 5), "bwd_mean": round(float(b), 5)})
-            for s, t, c, sc, f, b in zip(cands.src_idx, cands.tgt_idx, cands.cosine, cands.score, cands.fwd_mean,
-                                         cands.bwd_mean, strict=True)]
+    cands = mine_candidates(
+        knn,
+        margin=Margin(params["margin"]),
+        k=min(k, len(u), len(v)),
+        strategy=Strategy(params["strategy"]),
+        threshold=params.get("threshold"),
+    )
+    return [
+        (
+            int(s),
+            int(t),
+            float(c),
+            float(sc),
+            params["strategy"],
+            {"method": method, "fwd_mean": round(float(f), 5), "bwd_mean": round(float(b), 5)},
+        )
+        for s, t, c, sc, f, b in zip(
+            cands.src_idx, cands.tgt_idx, cands.cosine, cands.score, cands.fwd_mean, cands.bwd_mean, strict=True
+        )
+    ]
 
 
 @transaction.atomic
@@ -211,10 +279,12 @@ def _write_doc_candidates(run: MiningRun, rows: list[tuple], src: np.ndarray, tg
     DocumentPairCandidate.objects.filter(run=run).delete()
     rows = sorted(rows, key=lambda r: -r[3])
     return copy_rows(
-        DocumentPairCandidate, ["run_id", "src_id", "tgt_id", "cosine", "score", "rank", "strategy",
-                                "filter_reason", "evidence"],
-        ((run.pk, int(src[s]), int(tgt[t]), c, sc, i + 1, strat, "", ev)
-         for i, (s, t, c, sc, strat, ev) in enumerate(rows)),
+        DocumentPairCandidate,
+        ["run_id", "src_id", "tgt_id", "cosine", "score", "rank", "strategy", "filter_reason", "evidence"],
+        (
+            (run.pk, int(src[s]), int(tgt[t]), c, sc, i + 1, strat, "", ev)
+            for i, (s, t, c, sc, strat, ev) in enumerate(rows)
+        ),
         ["int8", "int8", "int8", "float8", "float8", "int4", "text", "text", "jsonb"],
     )
 
@@ -253,22 +323,40 @@ def _align_pair(pair_id: int, src: DocSide, tgt: DocSide, s_emb, t_emb, i: int, 
     a0, a1 = src.offsets[i], src.offsets[i + 1]
     b0, b1 = tgt.offsets[j], tgt.offsets[j + 1]
     s_texts, t_texts = src.texts[a0:a1], tgt.texts[b0:b1]
-    beads = sentence_pairs(align(s_emb[a0:a1], t_emb[b0:b1], np.array([len(t) for t in s_texts]),
-                                 np.array([len(t) for t in t_texts]), AlignConfig()))
+    beads = sentence_pairs(
+        align(
+            s_emb[a0:a1],
+            t_emb[b0:b1],
+            np.array([len(t) for t in s_texts]),
+            np.array([len(t) for t in t_texts]),
+            AlignConfig(),
+        )
+    )
     rows = []
     for b in beads:
-        s_text = " ".join(s_texts[b.src_start:b.src_end])
-        t_text = " ".join(t_texts[b.tgt_start:b.tgt_end])
+        s_text = " ".join(s_texts[b.src_start : b.src_end])
+        t_text = " ".join(t_texts[b.tgt_start : b.tgt_end])
         reason = ""
         if s_text.strip() == t_text.strip():
             reason = "identical"
-        elif {src.detected[a0 + k] for k in range(b.src_start, b.src_end)} - {run.src_lang, ""} or \
-                {tgt.detected[b0 + k] for k in range(b.tgt_start, b.tgt_end)} - {run.tgt_lang, ""}:
+        elif {src.detected[a0 + k] for k in range(b.src_start, b.src_end)} - {run.src_lang, ""} or {
+            tgt.detected[b0 + k] for k in range(b.tgt_start, b.tgt_end)
+        } - {run.tgt_lang, ""}:
             reason = "wrong_language"
-        rows.append((pair_id, int(src.sent_ids[a0 + b.src_start]), int(tgt.sent_ids[b0 + b.tgt_start]),
-                     b.cosine, reason, {"bead": [b.src_end - b.src_start, b.tgt_end - b.tgt_start],
-                                        "src_rows": [int(x) for x in src.sent_ids[a0 + b.src_start:a0 + b.src_end]],
-                                        "tgt_rows": [int(x) for x in tgt.sent_ids[b0 + b.tgt_start:b0 + b.tgt_end]]}))
+        rows.append(
+            (
+                pair_id,
+                int(src.sent_ids[a0 + b.src_start]),
+                int(tgt.sent_ids[b0 + b.tgt_start]),
+                b.cosine,
+                reason,
+                {
+                    "bead": [b.src_end - b.src_start, b.tgt_end - b.tgt_start],
+                    "src_rows": [int(x) for x in src.sent_ids[a0 + b.src_start : a0 + b.src_end]],
+                    "tgt_rows": [int(x) for x in tgt.sent_ids[b0 + b.tgt_start : b0 + b.tgt_end]],
+                },
+            )
+        )
     return rows
 
 
@@ -283,10 +371,23 @@ def _write_aligned(run: MiningRun, rows: list) -> int:
             seen.add((r[1], r[2]))
             uniq.append(r)
     return copy_rows(
-        SentencePairCandidate, ["run_id", "src_id", "tgt_id", "cosine", "score", "rank", "strategy", "filter_reason",
-                                "doc_pair_id", "evidence"],
-        ((run.pk, s, t, cos, cos, i + 1, "align", reason, pair, ev)
-         for i, (pair, s, t, cos, reason, ev) in enumerate(uniq)),
+        SentencePairCandidate,
+        [
+            "run_id",
+            "src_id",
+            "tgt_id",
+            "cosine",
+            "score",
+            "rank",
+            "strategy",
+            "filter_reason",
+            "doc_pair_id",
+            "evidence",
+        ],
+        (
+            (run.pk, s, t, cos, cos, i + 1, "align", reason, pair, ev)
+            for i, (pair, s, t, cos, reason, ev) in enumerate(uniq)
+        ),
         ["int8", "int8", "int8", "float8", "float8", "int4", "text", "text", "int8", "jsonb"],
     )
 
@@ -311,11 +412,16 @@ def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
     src, tgt = doc_side(run.src_corpus, run.src_lang), doc_side(run.src_corpus, run.tgt_lang)
     s_index = {int(d): i for i, d in enumerate(src.doc_ids)}
     t_index = {int(d): i for i, d in enumerate(tgt.doc_ids)}
-    gold = [(s_index[s], t_index[t]) for s, t in _gold_doc_pairs(run.src_corpus, run.src_lang, run.tgt_lang)
-            if s in s_index and t in t_index]
+    gold = [
+        (s_index[s], t_index[t])
+        for s, t in _gold_doc_pairs(run.src_corpus, run.src_lang, run.tgt_lang)
+        if s in s_index and t in t_index
+    ]
     if len(gold) < 2:
-        raise ValueError(f"corpus '{run.src_corpus}' has {len(gold)} gold {run.src_lang}-{run.tgt_lang} document "
-                         f"pairs with sentences; {'HiDE' if name == 'hide' else 'Document BoW'} needs at least 2")
+        raise ValueError(
+            f"corpus '{run.src_corpus}' has {len(gold)} gold {run.src_lang}-{run.tgt_lang} document "
+            f"pairs with sentences; {'HiDE' if name == 'hide' else 'Document BoW'} needs at least 2"
+        )
     train = _train_bow if name == "bow" else _train_hide
     model, params = train(run, src, tgt, gold, reporter)
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "documents" / f"run-{run.pk}"
@@ -326,15 +432,21 @@ def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
     n_val = params.get("validation_pairs", 0)  # HiDE only
     metrics = {"train_pairs": len(gold) - n_val}
     if n_val:
-        metrics.update(validation_pairs=n_val, validation_p_at_1=model.history, validation_margin=model.margins,
-                       best_epoch=model.best_epoch)
-    artefact = artefact_create(kind=ArtefactKind.DOC_MODEL, name=name, path=folder / f"{name}.pt", run=run,
-                               params=params, metrics=metrics)
+        metrics.update(
+            validation_pairs=n_val,
+            validation_p_at_1=model.history,
+            validation_margin=model.margins,
+            best_epoch=model.best_epoch,
+        )
+    artefact = artefact_create(
+        kind=ArtefactKind.DOC_MODEL, name=name, path=folder / f"{name}.pt", run=run, params=params, metrics=metrics
+    )
     return {"artefact_id": artefact.pk, "version": artefact.version, **metrics}
 
 
-def _train_hide(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int, int]],
-                reporter: ProgressReporter) -> tuple[HideModel, dict]:
+def _train_hide(
+    run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int, int]], reporter: ProgressReporter
+) -> tuple[HideModel, dict]:
     """HiDE over the run encoder's sentence embeddings of the gold pairs' documents; (model, artefact params)."""
     reporter.update(stage="embed", force=True)
     s_emb = _embed(run, run.src_corpus, run.src_lang, src, reporter)
@@ -358,14 +470,16 @@ def _train_hide(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int
     cfg = HideConfig(**{k: (tuple(v) if k == "hidden" else v) for k, v in run.params.items() if k in known})
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
-    model = train_hide(s_rows, s_off, t_rows, t_off, config=cfg, seed=seed, progress=reporter.progress,
-                       validation=validation)
+    model = train_hide(
+        s_rows, s_off, t_rows, t_off, config=cfg, seed=seed, progress=reporter.progress, validation=validation
+    )
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
     return model, {**run.params, "encoder": run.encoder.pk, "validation_pairs": n_val}
 
 
-def _train_bow(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int, int]],
-               reporter: ProgressReporter) -> tuple[DocumentBow, dict]:
+def _train_bow(
+    run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int, int]], reporter: ProgressReporter
+) -> tuple[DocumentBow, dict]:
     """Document BoW on the gold pairs' whole texts (no sentence encoder); (model, artefact params).
 
     DanConfig fields in run.params override `document_bow_config()`'s."""
@@ -375,17 +489,25 @@ def _train_bow(run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int,
     cfg = document_bow_config(**{k: v for k, v in run.params.items() if k in known})
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
-    model = train_document_bow([s_texts[i] for i, _ in gold], [t_texts[j] for _, j in gold], run.src_lang,
-                               run.tgt_lang, cfg, int(run.params.get("seed", 0)), progress=reporter.progress,
-                               threads=settings.PCAPP_COMPUTE_THREADS)
+    model = train_document_bow(
+        [s_texts[i] for i, _ in gold],
+        [t_texts[j] for _, j in gold],
+        run.src_lang,
+        run.tgt_lang,
+        cfg,
+        int(run.params.get("seed", 0)),
+        progress=reporter.progress,
+        threads=settings.PCAPP_COMPUTE_THREADS,
+    )
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
     return model, {**cfg.to_dict(), **run.params, "model": "bow"}
 
 
 def _gold_doc_pairs(corpus: Corpus, src_lang: str, tgt_lang: str) -> list[tuple[int, int]]:
     out = []
-    for s, sl, t, tl in GoldDocumentPair.objects.filter(corpus=corpus).values_list("src_id", "src__lang", "tgt_id",
-                                                                                   "tgt__lang"):
+    for s, sl, t, tl in GoldDocumentPair.objects.filter(corpus=corpus).values_list(
+        "src_id", "src__lang", "tgt_id", "tgt__lang"
+    ):
         if (sl, tl) == (src_lang, tgt_lang):
             out.append((s, t))
         elif (sl, tl) == (tgt_lang, src_lang):
@@ -397,5 +519,3 @@ def _select_docs(emb: np.ndarray, offsets: np.ndarray, docs: list[int]) -> tuple
     lengths = np.array([offsets[d + 1] - offsets[d] for d in docs], dtype=np.int64)
     rows = np.concatenate([np.arange(offsets[d], offsets[d + 1]) for d in docs])
     return emb[rows], np.concatenate([[0], np.cumsum(lengths)])
-
-

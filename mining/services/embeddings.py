@@ -43,8 +43,11 @@ class Side:
 
 def side_sentences(corpus: Corpus, lang: str, *, dedup: bool = True) -> Side:
     """The sentences of one corpus side; with `dedup`, only the first sentence of each normalised text."""
-    rows = (Sentence.objects.filter(corpus=corpus, lang=lang).order_by("id")
-            .values_list("id", "norm_hash", "text", "detected_lang"))
+    rows = (
+        Sentence.objects.filter(corpus=corpus, lang=lang)
+        .order_by("id")
+        .values_list("id", "norm_hash", "text", "detected_lang")
+    )
     ids: list[int] = []
     texts: list[str] = []
     detected: list[str] = []

@@ -22,7 +22,9 @@ def encoder_default() -> Artefact:
     wheel), created on first use."""
     name = settings.PCAPP_DEFAULT_ENCODER
     artefact, _ = Artefact.objects.get_or_create(
-        kind=ArtefactKind.ENCODER, name=name, version=1,
+        kind=ArtefactKind.ENCODER,
+        name=name,
+        version=1,
         defaults={"params": {"builtin": True}},
     )
     return artefact
@@ -67,8 +69,12 @@ def combine_encoders(members: Sequence[tuple[Artefact, float]], *, created_by: A
     for artefact, _ in members:
         if artefact.kind != ArtefactKind.ENCODER:
             raise ValueError(f"artefact {artefact} is not an encoder")
-    version = (Artefact.objects.select_for_update().filter(kind=ArtefactKind.ENCODER, name="combined")
-               .aggregate(v=Max("version"))["v"] or 0) + 1
+    version = (
+        Artefact.objects.select_for_update()
+        .filter(kind=ArtefactKind.ENCODER, name="combined")
+        .aggregate(v=Max("version"))["v"]
+        or 0
+    ) + 1
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "encoders"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"combined-v{version}.json"
@@ -76,8 +82,12 @@ def combine_encoders(members: Sequence[tuple[Artefact, float]], *, created_by: A
     save_combination(path, [(a.name, str(artefact_path(a)) if a.path else None, float(w)) for a, w in members])
     langs = next(((a.src_lang, a.tgt_lang) for a, _ in members if a.src_lang), ("", ""))
     return Artefact.objects.create(
-        kind=ArtefactKind.ENCODER, name="combined", version=version,
-        path=str(path.relative_to(settings.PCAPP_DATA_DIR)), src_lang=langs[0], tgt_lang=langs[1],
+        kind=ArtefactKind.ENCODER,
+        name="combined",
+        version=version,
+        path=str(path.relative_to(settings.PCAPP_DATA_DIR)),
+        src_lang=langs[0],
+        tgt_lang=langs[1],
         created_by=created_by,
         params={"members": [{"artefact": f"{a.name}:{a.version}", "id": a.pk, "weight": float(w)} for a, w in members]},
     )

@@ -34,8 +34,16 @@ def gold_pairs_of(corpus: Corpus, src_lang: str, tgt_lang: str) -> list[tuple[st
     return pairs
 
 
-def bucc_from_corpus(corpus: Corpus, src_lang: str, tgt_lang: str, *, parallel_share: float = 0.04,
-                     n_gold: int | None = None, min_words: int = 5, seed: int = 0) -> BuccSet:
+def bucc_from_corpus(
+    corpus: Corpus,
+    src_lang: str,
+    tgt_lang: str,
+    *,
+    parallel_share: float = 0.04,
+    n_gold: int | None = None,
+    min_words: int = 5,
+    seed: int = 0,
+) -> BuccSet:
     """A BUCC-style set from a corpus's gold pairs.
 
     The gold pairs are split three ways: a small share stays parallel; of the rest, one half gives only its source
@@ -57,8 +65,11 @@ def bucc_from_corpus(corpus: Corpus, src_lang: str, tgt_lang: str, *, parallel_s
     tgt_d = [pairs[i][1] for i in rest[half:]]
     paired = GoldSentencePair.objects.filter(corpus=corpus)
     for lang, bucket in ((src_lang, src_d), (tgt_lang, tgt_d)):
-        unpaired = (Sentence.objects.filter(corpus=corpus, lang=lang)
-                    .exclude(id__in=paired.values("src_id")).exclude(id__in=paired.values("tgt_id")))
+        unpaired = (
+            Sentence.objects.filter(corpus=corpus, lang=lang)
+            .exclude(id__in=paired.values("src_id"))
+            .exclude(id__in=paired.values("tgt_id"))
+        )
         bucket.extend(unpaired.values_list("text", flat=True).iterator(chunk_size=20_000))
     n_distractors = None
     if n_gold:
@@ -66,8 +77,9 @@ def bucc_from_corpus(corpus: Corpus, src_lang: str, tgt_lang: str, *, parallel_s
     return build_bucc(gold, src_d, tgt_d, min_words=min_words, seed=seed, n_distractors=n_distractors)
 
 
-def evaluate_corpus(bucc: BuccSet, encoder, src_lang: str, tgt_lang: str, *,
-                    k: int | Sequence[int] = 4) -> EvaluationReport:
+def evaluate_corpus(
+    bucc: BuccSet, encoder, src_lang: str, tgt_lang: str, *, k: int | Sequence[int] = 4
+) -> EvaluationReport:
     """Embed the test set with `encoder` and score every configuration (at each neighbourhood size in `k`)."""
     src = encoder.encode(bucc.src_texts, src_lang)
     tgt = encoder.encode(bucc.tgt_texts, tgt_lang)
@@ -83,6 +95,8 @@ def format_report(report: EvaluationReport) -> str:
         f"{'k':>3}  {'margin':<10}{'strategy':<14}{'threshold':>10}{'P':>8}{'R':>8}{'F1':>8}{'cands':>8}",
     ]
     for s in report.scores:
-        lines.append(f"{s.k:>3}  {s.margin:<10}{s.strategy:<14}{s.threshold:>10.4f}{100 * s.precision:>8.1f}"
-                     f"{100 * s.recall:>8.1f}{100 * s.f1:>8.1f}{s.n_candidates:>8}")
+        lines.append(
+            f"{s.k:>3}  {s.margin:<10}{s.strategy:<14}{s.threshold:>10.4f}{100 * s.precision:>8.1f}"
+            f"{100 * s.recall:>8.1f}{100 * s.f1:>8.1f}{s.n_candidates:>8}"
+        )
     return "\n".join(lines)

@@ -12,8 +12,13 @@ from .runs import RUN_HANDLERS, run_mark_failed, run_mark_finished, run_mark_sta
 logger = logging.getLogger(__name__)
 
 # Modules that register run handlers (imported lazily so nothing heavy loads at import time).
-HANDLER_MODULES = ("mining.services.mining_runs", "mining.services.document_runs", "mining.services.training_runs",
-                   "mining.services.calibration", "mining.services.fine_tuning")
+HANDLER_MODULES = (
+    "mining.services.mining_runs",
+    "mining.services.document_runs",
+    "mining.services.training_runs",
+    "mining.services.calibration",
+    "mining.services.fine_tuning",
+)
 
 
 def _load_handlers() -> None:

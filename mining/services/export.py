@@ -70,8 +70,20 @@ def export_queryset(*, run: MiningRun, rule: KeepRule) -> QuerySet:
     if rule.mode in (KeepMode.GOOD, KeepMode.BOTH):
         qs = qs.filter(n_good__gt=models.F("n_bad"))
     return qs.order_by("rank").values_list(
-        "rank", "src_id", "tgt_id", "src__text", "tgt__text", "score", "cosine", "confidence", "filter_reason",
-        "n_good", "n_bad", "calibration_id", "calibration__name", "calibration__version",
+        "rank",
+        "src_id",
+        "tgt_id",
+        "src__text",
+        "tgt__text",
+        "score",
+        "cosine",
+        "confidence",
+        "filter_reason",
+        "n_good",
+        "n_bad",
+        "calibration_id",
+        "calibration__name",
+        "calibration__version",
     )
 
 
@@ -107,8 +119,10 @@ def _tsv(run: MiningRun, rule: KeepRule) -> Iterator[str]:
     """src, tgt, score, cosine, confidence, calibration, label: one pair per line, tabs and newlines in text become
     spaces; confidence and calibration are empty when no calibration was applied."""
     for _rank, _s, _t, src, tgt, score, cos, conf, _f, g, b, cal in _rows(run, rule):
-        yield (f"{_one_line(src)}\t{_one_line(tgt)}\t{score:.6f}\t{cos:.6f}\t{_conf(conf)}\t{_calibration(cal)}\t"
-               f"{_label(g, b)}\n")
+        yield (
+            f"{_one_line(src)}\t{_one_line(tgt)}\t{score:.6f}\t{cos:.6f}\t{_conf(conf)}\t{_calibration(cal)}\t"
+            f"{_label(g, b)}\n"
+        )
 
 
 MOSES_SIDES = ("src", "tgt", "scores")
@@ -137,13 +151,23 @@ def _encoder_name(run: MiningRun) -> str:
 def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
     """TMX 1.4 with one <tu> per pair and its provenance in <prop type="x-...">."""
     yield '<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4">\n'
-    yield (f'<header creationtool="pcapp" creationtoolversion="1" segtype="sentence" o-tmf="pcapp" '
-           f'adminlang="en" srclang={quoteattr(run.src_lang)} datatype="plaintext">\n'
-           f'<prop type="x-run">{run.pk}</prop><prop type="x-encoder">{_xml(_encoder_name(run))}</prop>'
-           f'<prop type="x-keep">{_xml(json.dumps(rule.as_dict()))}</prop>\n</header>\n<body>\n')
+    yield (
+        f'<header creationtool="pcapp" creationtoolversion="1" segtype="sentence" o-tmf="pcapp" '
+        f'adminlang="en" srclang={quoteattr(run.src_lang)} datatype="plaintext">\n'
+        f'<prop type="x-run">{run.pk}</prop><prop type="x-encoder">{_xml(_encoder_name(run))}</prop>'
+        f'<prop type="x-keep">{_xml(json.dumps(rule.as_dict()))}</prop>\n</header>\n<body>\n'
+    )
     for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal in _rows(run, rule):
-        props = [("x-run", run.pk), ("x-rank", rank), ("x-score", f"{score:.6f}"), ("x-cosine", f"{cos:.6f}"),
-                 ("x-src-id", s_id), ("x-tgt-id", t_id), ("x-good", g), ("x-bad", b)]
+        props = [
+            ("x-run", run.pk),
+            ("x-rank", rank),
+            ("x-score", f"{score:.6f}"),
+            ("x-cosine", f"{cos:.6f}"),
+            ("x-src-id", s_id),
+            ("x-tgt-id", t_id),
+            ("x-good", g),
+            ("x-bad", b),
+        ]
         if conf is not None:
             props.append(("x-confidence", f"{conf:.4f}"))
         if cal is not None:
@@ -151,9 +175,11 @@ def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
         if reason:
             props.append(("x-filter", reason))
         prop_xml = "".join(f'<prop type="{t}">{_xml(str(v))}</prop>' for t, v in props)
-        yield (f'<tu tuid="{run.pk}-{rank}">{prop_xml}'
-               f"<tuv xml:lang={quoteattr(run.src_lang)}><seg>{_xml(src)}</seg></tuv>"
-               f"<tuv xml:lang={quoteattr(run.tgt_lang)}><seg>{_xml(tgt)}</seg></tuv></tu>\n")
+        yield (
+            f'<tu tuid="{run.pk}-{rank}">{prop_xml}'
+            f"<tuv xml:lang={quoteattr(run.src_lang)}><seg>{_xml(src)}</seg></tuv>"
+            f"<tuv xml:lang={quoteattr(run.tgt_lang)}><seg>{_xml(tgt)}</seg></tuv></tu>\n"
+        )
     yield "</body>\n</tmx>\n"
 
 
@@ -161,13 +187,29 @@ def _jsonl(run: MiningRun, rule: KeepRule) -> Iterator[str]:
     """One JSON object per pair with its provenance."""
     encoder = _encoder_name(run)
     for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal in _rows(run, rule):
-        yield json.dumps({
-            "run": run.pk, "encoder": encoder, "src_lang": run.src_lang, "tgt_lang": run.tgt_lang, "rank": rank,
-            "src_id": s_id, "tgt_id": t_id, "src": src, "tgt": tgt, "score": score, "cosine": cos,
-            "confidence": conf, "calibration": None if cal is None else dict(zip(("id", "name", "version"), cal,
-                                                                                 strict=True)),
-            "filter_reason": reason, "labels": {"good": g, "bad": b},
-        }, ensure_ascii=False) + "\n"
+        yield (
+            json.dumps(
+                {
+                    "run": run.pk,
+                    "encoder": encoder,
+                    "src_lang": run.src_lang,
+                    "tgt_lang": run.tgt_lang,
+                    "rank": rank,
+                    "src_id": s_id,
+                    "tgt_id": t_id,
+                    "src": src,
+                    "tgt": tgt,
+                    "score": score,
+                    "cosine": cos,
+                    "confidence": conf,
+                    "calibration": None if cal is None else dict(zip(("id", "name", "version"), cal, strict=True)),
+                    "filter_reason": reason,
+                    "labels": {"good": g, "bad": b},
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
 
 
 def export_stream(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> Iterator[str]:

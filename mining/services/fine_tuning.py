@@ -26,8 +26,20 @@ from .evaluation import EvaluationReport, bucc_from_corpus, evaluate_corpus, gol
 from .progress import ProgressReporter
 from .runs import register_run_handler, run_record_timing
 
-FINE_TUNE_PARAMS = {"campaign", "eval_corpus", "eval_share", "eval_gold", "eval_min_words", "hard_quantile", "replay",
-                    "epochs", "lr", "emb_lr", "validation_share", "seed"}
+FINE_TUNE_PARAMS = {
+    "campaign",
+    "eval_corpus",
+    "eval_share",
+    "eval_gold",
+    "eval_min_words",
+    "hard_quantile",
+    "replay",
+    "epochs",
+    "lr",
+    "emb_lr",
+    "validation_share",
+    "seed",
+}
 
 
 @dataclass(frozen=True)
@@ -40,23 +52,34 @@ class ReviewPairs:
     corpus_ids: frozenset[int]
 
 
-def review_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = None,
-                 hard_quantile: float = 0.5) -> ReviewPairs:
+def review_pairs(
+    *, src_lang: str, tgt_lang: str, campaign_id: int | None = None, hard_quantile: float = 0.5
+) -> ReviewPairs:
     """Every labelled candidate of the src->tgt sentence runs (of one campaign, or all labels), one verdict each by
     majority over its reviewers (ties are left out); GOOD ones are positives, BAD ones scoring at least the
     `hard_quantile` quantile of their own run's scores are hard negatives."""
     from annotation.models import Label
 
-    qs = Label.objects.filter(sentence_pair__isnull=False, sentence_pair__run__src_lang=src_lang,
-                              sentence_pair__run__tgt_lang=tgt_lang, sentence_pair__run__kind=RunKind.SENTENCE)
+    qs = Label.objects.filter(
+        sentence_pair__isnull=False,
+        sentence_pair__run__src_lang=src_lang,
+        sentence_pair__run__tgt_lang=tgt_lang,
+        sentence_pair__run__kind=RunKind.SENTENCE,
+    )
     if campaign_id is not None:
         qs = qs.filter(campaign_id=campaign_id)
     votes: dict[int, int] = defaultdict(int)
     info: dict[int, tuple] = {}
     for pair_id, run_id, score, verdict, src, tgt, s_corpus, t_corpus in qs.values_list(
-            "sentence_pair_id", "sentence_pair__run_id", "sentence_pair__score", "verdict",
-            "sentence_pair__src__text", "sentence_pair__tgt__text", "sentence_pair__src__corpus_id",
-            "sentence_pair__tgt__corpus_id").iterator(chunk_size=20_000):
+        "sentence_pair_id",
+        "sentence_pair__run_id",
+        "sentence_pair__score",
+        "verdict",
+        "sentence_pair__src__text",
+        "sentence_pair__tgt__text",
+        "sentence_pair__src__corpus_id",
+        "sentence_pair__tgt__corpus_id",
+    ).iterator(chunk_size=20_000):
         votes[pair_id] += 1 if verdict == "GOOD" else -1
         info[pair_id] = (run_id, score, src, tgt, s_corpus, t_corpus)
     decided = [pid for pid, v in votes.items() if v != 0]
@@ -81,16 +104,25 @@ def _run_quantiles(run_ids: set[int], q: float) -> dict[int, float]:
     if not run_ids:
         return {}
     with connection.cursor() as cur:
-        cur.execute("SELECT run_id, percentile_cont(%s) WITHIN GROUP (ORDER BY score) "
-                    "FROM mining_sentencepaircandidate WHERE run_id = ANY(%s) GROUP BY run_id", [q, list(run_ids)])
+        cur.execute(
+            "SELECT run_id, percentile_cont(%s) WITHIN GROUP (ORDER BY score) "
+            "FROM mining_sentencepaircandidate WHERE run_id = ANY(%s) GROUP BY run_id",
+            [q, list(run_ids)],
+        )
         return {run_id: float(value) for run_id, value in cur.fetchall()}
 
 
 def _figures(report: EvaluationReport) -> dict[str, Any]:
     """P@1 and the best ratio-margin F1 (the margin mining uses by default) of an evaluation, with its setting."""
     best = max((s for s in report.scores if s.margin == "ratio"), key=lambda s: s.f1)
-    return {"p_at_1": round(report.gold_p_at_1, 4), "f1": round(best.f1, 4), "precision": round(best.precision, 4),
-            "recall": round(best.recall, 4), "strategy": best.strategy, "threshold": round(best.threshold, 4)}
+    return {
+        "p_at_1": round(report.gold_p_at_1, 4),
+        "f1": round(best.f1, 4),
+        "precision": round(best.precision, 4),
+        "recall": round(best.recall, 4),
+        "strategy": best.strategy,
+        "threshold": round(best.threshold, 4),
+    }
 
 
 def gate_decision(before: dict[str, Any], after: dict[str, Any], *, changed: bool = True) -> str:
@@ -125,52 +157,88 @@ def execute_fine_tune(run: MiningRun, reporter: ProgressReporter) -> dict:
     eval_corpus = check_fine_tune(base=base, src_lang=run.src_lang, tgt_lang=run.tgt_lang, params=params)
     seed = int(params.get("seed", 0))
     reporter.update(stage="labels", force=True)
-    data = review_pairs(src_lang=run.src_lang, tgt_lang=run.tgt_lang, campaign_id=params.get("campaign"),
-                        hard_quantile=float(params.get("hard_quantile", 0.5)))
+    data = review_pairs(
+        src_lang=run.src_lang,
+        tgt_lang=run.tgt_lang,
+        campaign_id=params.get("campaign"),
+        hard_quantile=float(params.get("hard_quantile", 0.5)),
+    )
     if eval_corpus.pk in data.corpus_ids or eval_corpus.pk == base.trained_on_id:
-        raise ValueError(f"the evaluation corpus '{eval_corpus}' holds reviewed pairs or {base}'s training pairs; "
-                         "pick a held-out corpus")
+        raise ValueError(
+            f"the evaluation corpus '{eval_corpus}' holds reviewed pairs or {base}'s training pairs; "
+            "pick a held-out corpus"
+        )
     if len(data.positives) < 2:
-        raise ValueError(f"{len(data.positives)} GOOD {run.src_lang}-{run.tgt_lang} pairs among {data.n_reviewed} "
-                         "reviewed; fine-tuning needs at least 2")
-    bucc = bucc_from_corpus(eval_corpus, run.src_lang, run.tgt_lang,
-                            parallel_share=float(params.get("eval_share", 0.2)), n_gold=params.get("eval_gold"),
-                            min_words=int(params.get("eval_min_words", 5)), seed=seed)
+        raise ValueError(
+            f"{len(data.positives)} GOOD {run.src_lang}-{run.tgt_lang} pairs among {data.n_reviewed} "
+            "reviewed; fine-tuning needs at least 2"
+        )
+    bucc = bucc_from_corpus(
+        eval_corpus,
+        run.src_lang,
+        run.tgt_lang,
+        parallel_share=float(params.get("eval_share", 0.2)),
+        n_gold=params.get("eval_gold"),
+        min_words=int(params.get("eval_min_words", 5)),
+        seed=seed,
+    )
     if len(bucc.gold) < 2:
         raise ValueError(f"the evaluation corpus '{eval_corpus}' gives {len(bucc.gold)} gold pairs; need at least 2")
     replay = _replay_pairs(base, run.src_lang, run.tgt_lang, int(params.get("replay", 5000)), seed)
     encoder = load_encoder(base)
-    config = FineTuneConfig(**{k: params[k] for k in ("epochs", "lr", "emb_lr", "validation_share") if k in params},
-                            seed=seed)
+    config = FineTuneConfig(
+        **{k: params[k] for k in ("epochs", "lr", "emb_lr", "validation_share") if k in params}, seed=seed
+    )
     reporter.update(stage="fine-tune", done=0, force=True)
     t0 = time.perf_counter()
-    result = fine_tune_dan(encoder, data.positives, data.hard_negatives, replay_pairs=replay, config=config,
-                           progress=reporter.progress)
+    result = fine_tune_dan(
+        encoder, data.positives, data.hard_negatives, replay_pairs=replay, config=config, progress=reporter.progress
+    )
     run_record_timing(run=run, stage="fine-tune", seconds=time.perf_counter() - t0)
     reporter.update(stage="evaluate", force=True)
     t0 = time.perf_counter()
     before = _figures(evaluate_corpus(bucc, encoder, run.src_lang, run.tgt_lang))
-    after = before if result.best_epoch == 0 else _figures(evaluate_corpus(bucc, result.encoder, run.src_lang,
-                                                                           run.tgt_lang))
+    after = (
+        before
+        if result.best_epoch == 0
+        else _figures(evaluate_corpus(bucc, result.encoder, run.src_lang, run.tgt_lang))
+    )
     run_record_timing(run=run, stage="evaluate", seconds=time.perf_counter() - t0)
     gate = gate_decision(before, after, changed=result.best_epoch > 0)
-    summary = {"gate": gate, "before": before, "after": after, "eval_corpus": eval_corpus.pk,
-               "eval_gold": len(bucc.gold), "best_epoch": result.best_epoch,
-               "validation": [round(v, 4) for v in result.validation], "positives": result.n_positives,
-               "hard_negatives": result.n_hard_negatives, "replay": result.n_replay,
-               "val_positives": result.n_val_positives, "val_hard_negatives": result.n_val_hard_negatives,
-               "reviewed": data.n_reviewed}
-    stats = {"gate": gate, "p_at_1_before": before["p_at_1"], "p_at_1_after": after["p_at_1"],
-             "f1_before": before["f1"], "f1_after": after["f1"], "positives": result.n_positives,
-             "hard_negatives": result.n_hard_negatives, "best_epoch": result.best_epoch}
+    summary = {
+        "gate": gate,
+        "before": before,
+        "after": after,
+        "eval_corpus": eval_corpus.pk,
+        "eval_gold": len(bucc.gold),
+        "best_epoch": result.best_epoch,
+        "validation": [round(v, 4) for v in result.validation],
+        "positives": result.n_positives,
+        "hard_negatives": result.n_hard_negatives,
+        "replay": result.n_replay,
+        "val_positives": result.n_val_positives,
+        "val_hard_negatives": result.n_val_hard_negatives,
+        "reviewed": data.n_reviewed,
+    }
+    stats = {
+        "gate": gate,
+        "p_at_1_before": before["p_at_1"],
+        "p_at_1_after": after["p_at_1"],
+        "f1_before": before["f1"],
+        "f1_after": after["f1"],
+        "positives": result.n_positives,
+        "hard_negatives": result.n_hard_negatives,
+        "best_epoch": result.best_epoch,
+    }
     if gate == "unchanged":
         # The starting weights were kept: nothing new to store or choose.
         return {**stats, "fine_tune": summary}
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "encoders" / f"run-{run.pk}"
     folder.mkdir(parents=True, exist_ok=True)
     result.encoder.save(folder / "model.pt")
-    artefact = fine_tuned_encoder_create(run=run, base=base, path=folder / "model.pt", config=config,
-                                         summary=summary, selectable=gate == "passed")
+    artefact = fine_tuned_encoder_create(
+        run=run, base=base, path=folder / "model.pt", config=config, summary=summary, selectable=gate == "passed"
+    )
     return {**stats, "artefact_id": artefact.pk, "version": artefact.version, "fine_tune": summary}
 
 
@@ -185,17 +253,28 @@ def _replay_pairs(base: Artefact, src_lang: str, tgt_lang: str, n: int, seed: in
 
 
 @transaction.atomic
-def fine_tuned_encoder_create(*, run: MiningRun, base: Artefact, path: Path, config: FineTuneConfig,
-                              summary: dict, selectable: bool) -> Artefact:
+def fine_tuned_encoder_create(
+    *, run: MiningRun, base: Artefact, path: Path, config: FineTuneConfig, summary: dict, selectable: bool
+) -> Artefact:
     """Register a fine-tuned encoder as the next 'dan' version, with both sets of figures; only a gated one is
     active (offered in the run form)."""
     from .training_runs import artefact_create
 
-    params = {**base.params, "fine_tuned_from": base.pk, "fine_tune_run": run.pk,
-              "campaign": run.params.get("campaign"), "fine_tune": {
-                  k: getattr(config, k) for k in ("epochs", "lr", "emb_lr", "validation_share", "seed")}}
-    artefact = artefact_create(kind=ArtefactKind.ENCODER, name="dan", path=path, run=run, params=params,
-                               metrics={**base.metrics, "fine_tune": summary})
+    params = {
+        **base.params,
+        "fine_tuned_from": base.pk,
+        "fine_tune_run": run.pk,
+        "campaign": run.params.get("campaign"),
+        "fine_tune": {k: getattr(config, k) for k in ("epochs", "lr", "emb_lr", "validation_share", "seed")},
+    }
+    artefact = artefact_create(
+        kind=ArtefactKind.ENCODER,
+        name="dan",
+        path=path,
+        run=run,
+        params=params,
+        metrics={**base.metrics, "fine_tune": summary},
+    )
     if not selectable:
         Artefact.objects.filter(pk=artefact.pk).update(is_active=False)
         artefact.is_active = False

@@ -48,8 +48,9 @@ def check_import(*, fmt: str, paths: list[str], options: dict, corpus_name: str)
             raise ImportFailure("no such file or folder", path=path)
         size = total_bytes([path])
         if size > limit:
-            raise ImportFailure(f"is {size:,} bytes, over the limit of {limit:,} bytes (PCAPP_MAX_UPLOAD_BYTES)",
-                                path=path)
+            raise ImportFailure(
+                f"is {size:,} bytes, over the limit of {limit:,} bytes (PCAPP_MAX_UPLOAD_BYTES)", path=path
+            )
     if fmt in ALIGNED:
         check_language(options.get("src_lang") or ("en" if fmt == Format.PO else ""))
         if fmt != Format.PO or options.get("tgt_lang"):
@@ -58,13 +59,19 @@ def check_import(*, fmt: str, paths: list[str], options: dict, corpus_name: str)
         raise ImportFailure(f"a corpus named '{corpus_name}' exists (import into it with --into)")
 
 
-def import_job_create(*, corpus_name: str, fmt: str, paths: list[str], options: dict | None = None,
-                      user=None) -> ImportJob:
+def import_job_create(
+    *, corpus_name: str, fmt: str, paths: list[str], options: dict | None = None, user=None
+) -> ImportJob:
     """Validate and record an import job (the caller runs it inline or enqueues `mining.import_corpus`)."""
     options = dict(options or {})
     check_import(fmt=fmt, paths=paths, options=options, corpus_name=corpus_name)
-    return ImportJob.objects.create(corpus_name=corpus_name, format=fmt, paths=[str(p) for p in paths],
-                                    options=options, created_by=user if user and user.is_authenticated else None)
+    return ImportJob.objects.create(
+        corpus_name=corpus_name,
+        format=fmt,
+        paths=[str(p) for p in paths],
+        options=options,
+        created_by=user if user and user.is_authenticated else None,
+    )
 
 
 def import_job_enqueue(*, job: ImportJob) -> None:
@@ -86,15 +93,17 @@ def import_execute(*, job: ImportJob) -> ImportJob:
         logger.exception("import %s failed", job.pk)
         _fail(job, f"{type(exc).__name__}: {exc}")
     else:
-        ImportJob.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED, finished_at=timezone.now(),
-                                                   stats=stats, stage="done")
+        ImportJob.objects.filter(pk=job.pk).update(
+            status=JobStatus.SUCCEEDED, finished_at=timezone.now(), stats=stats, stage="done"
+        )
     job.refresh_from_db()
     return job
 
 
 def _fail(job: ImportJob, message: str) -> None:
-    ImportJob.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, finished_at=timezone.now(), error=message,
-                                               corpus=None)
+    ImportJob.objects.filter(pk=job.pk).update(
+        status=JobStatus.FAILED, finished_at=timezone.now(), error=message, corpus=None
+    )
 
 
 @transaction.atomic
@@ -111,8 +120,12 @@ def _import(job: ImportJob, reporter: ProgressReporter) -> dict:
     if corpus is not None and not opts.get("into"):
         raise ImportFailure(f"a corpus named '{job.corpus_name}' exists (import into it with --into)")
     if corpus is None:
-        corpus = Corpus.objects.create(name=job.corpus_name, description=opts.get("description", ""),
-                                       source=opts.get("source", ""), created_by=job.created_by)
+        corpus = Corpus.objects.create(
+            name=job.corpus_name,
+            description=opts.get("description", ""),
+            source=opts.get("source", ""),
+            created_by=job.created_by,
+        )
     done = 0
 
     def tick(n: int) -> None:
@@ -121,8 +134,12 @@ def _import(job: ImportJob, reporter: ProgressReporter) -> dict:
         reporter.update(done=done)
 
     reporter.update(stage="reading", done=0, total=_estimate_records(job), force=True)
-    writer = CorpusWriter(corpus, langid_workers=opts.get("langid_workers", settings.PCAPP_IMPORT_WORKERS),
-                          batch_size=opts.get("batch_size", 20_000), progress=tick)
+    writer = CorpusWriter(
+        corpus,
+        langid_workers=opts.get("langid_workers", settings.PCAPP_IMPORT_WORKERS),
+        batch_size=opts.get("batch_size", 20_000),
+        progress=tick,
+    )
     try:
         with _cyclic_gc_paused():
             _write(job, writer)
@@ -157,8 +174,9 @@ def _write(job: ImportJob, writer: CorpusWriter) -> None:
     src, tgt = opts.get("src_lang", "en" if fmt == Format.PO else ""), opts.get("tgt_lang", "")
     if fmt == Format.TSV:
         for path in paths:
-            writer.write_pairs(read_tsv(path, header=opts.get("header")), src_lang=src, tgt_lang=tgt,
-                               name=Path(path).name)
+            writer.write_pairs(
+                read_tsv(path, header=opts.get("header")), src_lang=src, tgt_lang=tgt, name=Path(path).name
+            )
     elif fmt == Format.MOSES:
         writer.write_pairs(read_moses(paths[0], paths[1]), src_lang=src, tgt_lang=tgt, name=Path(paths[0]).stem)
     elif fmt == Format.TMX:
@@ -184,8 +202,9 @@ def _write_po(paths: list[str], src: str, tgt: str, opts: dict, writer: CorpusWr
         if name not in shared:
             shared[name] = (writer.new_document(src, name), {})
         src_doc, seen = shared[name]
-        writer.write_pairs(read_po(path, writer.stats), src_lang=src, tgt_lang=lang, name=name, src_doc=src_doc,
-                           src_seen=seen)
+        writer.write_pairs(
+            read_po(path, writer.stats), src_lang=src, tgt_lang=lang, name=name, src_doc=src_doc, src_seen=seen
+        )
 
 
 def _po_language(path: str) -> str:

@@ -27,8 +27,15 @@ from .runs import register_run_handler, run_record_timing
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PARAMS = {"knn": "exact", "margin": "ratio", "k": 4, "strategy": "max_score", "threshold": None,
-                  "filters": True, "nprobe": 16}
+DEFAULT_PARAMS = {
+    "knn": "exact",
+    "margin": "ratio",
+    "k": 4,
+    "strategy": "max_score",
+    "threshold": None,
+    "filters": True,
+    "nprobe": 16,
+}
 
 
 def sentence_run_params(params: dict) -> dict:
@@ -70,27 +77,57 @@ def execute_sentence_run(run: MiningRun, reporter: ProgressReporter) -> dict:
             f"{len(tgt_ids)} '{run.tgt_lang}' sentences in {run.tgt_corpus}"
         )
     with _stage(run, reporter, "embed-src", len(src_ids)):
-        src_emb = embed_side(corpus=run.src_corpus, lang=run.src_lang, encoder_artefact=run.encoder,
-                             encode=encoder.encode, ids=src_ids, texts=src_texts, progress=reporter.progress)
+        src_emb = embed_side(
+            corpus=run.src_corpus,
+            lang=run.src_lang,
+            encoder_artefact=run.encoder,
+            encode=encoder.encode,
+            ids=src_ids,
+            texts=src_texts,
+            progress=reporter.progress,
+        )
     with _stage(run, reporter, "embed-tgt", len(tgt_ids)):
-        tgt_emb = embed_side(corpus=run.tgt_corpus, lang=run.tgt_lang, encoder_artefact=run.encoder,
-                             encode=encoder.encode, ids=tgt_ids, texts=tgt_texts, progress=reporter.progress)
+        tgt_emb = embed_side(
+            corpus=run.tgt_corpus,
+            lang=run.tgt_lang,
+            encoder_artefact=run.encoder,
+            encode=encoder.encode,
+            ids=tgt_ids,
+            texts=tgt_texts,
+            progress=reporter.progress,
+        )
     k = params["k"]
     with _stage(run, reporter, "knn", len(src_ids)):
         method = KnnMethod(params["knn"])
         extra = {"nprobe": params["nprobe"]} if method is KnnMethod.IVF else {}
         knn = knn_both(src_emb, tgt_emb, k, method=method, **extra)
     with _stage(run, reporter, "score"):
-        cands = mine_candidates(knn, margin=Margin(params["margin"]), k=k, strategy=Strategy(params["strategy"]),
-                                threshold=params["threshold"])
+        cands = mine_candidates(
+            knn,
+            margin=Margin(params["margin"]),
+            k=k,
+            strategy=Strategy(params["strategy"]),
+            threshold=params["threshold"],
+        )
     with _stage(run, reporter, "filter", len(cands)):
         reasons = _filter_reasons(cands, src, tgt, run, params)
     with _stage(run, reporter, "write", len(cands)):
-        written = write_sentence_candidates(run=run, cands=cands, reasons=reasons, knn=knn, src_ids=src_ids,
-                                            tgt_ids=tgt_ids, strategy=params["strategy"])
+        written = write_sentence_candidates(
+            run=run,
+            cands=cands,
+            reasons=reasons,
+            knn=knn,
+            src_ids=src_ids,
+            tgt_ids=tgt_ids,
+            strategy=params["strategy"],
+        )
     kept = int(sum(1 for r in reasons if not r))
-    return {"candidates": written, "kept_after_filters": kept, "src_sentences": int(len(src_ids)),
-            "tgt_sentences": int(len(tgt_ids))}
+    return {
+        "candidates": written,
+        "kept_after_filters": kept,
+        "src_sentences": int(len(src_ids)),
+        "tgt_sentences": int(len(tgt_ids)),
+    }
 
 
 def _filter_reasons(cands: Candidates, src: Side, tgt: Side, run: MiningRun, params: dict) -> list[str]:
@@ -100,8 +137,10 @@ def _filter_reasons(cands: Candidates, src: Side, tgt: Side, run: MiningRun, par
     from ..core.filters import apply_filters
 
     raw = apply_filters(
-        [src.texts[i] for i in cands.src_idx], [tgt.texts[i] for i in cands.tgt_idx],
-        src_lang=run.src_lang, tgt_lang=run.tgt_lang,
+        [src.texts[i] for i in cands.src_idx],
+        [tgt.texts[i] for i in cands.tgt_idx],
+        src_lang=run.src_lang,
+        tgt_lang=run.tgt_lang,
         src_detected=[src.detected[i] or None for i in cands.src_idx],
         tgt_detected=[tgt.detected[i] or None for i in cands.tgt_idx],
     )
@@ -121,8 +160,16 @@ def _neighbours(db_ids: np.ndarray, rows: np.ndarray, sims: np.ndarray) -> list[
 
 
 @transaction.atomic
-def write_sentence_candidates(*, run: MiningRun, cands: Candidates, reasons: list[str], knn, src_ids: np.ndarray,
-                              tgt_ids: np.ndarray, strategy: str) -> int:
+def write_sentence_candidates(
+    *,
+    run: MiningRun,
+    cands: Candidates,
+    reasons: list[str],
+    knn,
+    src_ids: np.ndarray,
+    tgt_ids: np.ndarray,
+    strategy: str,
+) -> int:
     """Replace the run's candidates with `cands` in one binary COPY; rank 1 = best score."""
     SentencePairCandidate.objects.filter(run=run).delete()
     k = knn.k
@@ -145,8 +192,17 @@ def write_sentence_candidates(*, run: MiningRun, cands: Candidates, reasons: lis
             }
             if reasons[i]:
                 evidence["filter"] = reasons[i]
-            yield (run.pk, int(s_db[i]), int(t_db[i]), float(cands.cosine[i]), float(cands.score[i]), i + 1,
-                   strategy, reasons[i], evidence)
+            yield (
+                run.pk,
+                int(s_db[i]),
+                int(t_db[i]),
+                float(cands.cosine[i]),
+                float(cands.score[i]),
+                i + 1,
+                strategy,
+                reasons[i],
+                evidence,
+            )
 
     return copy_rows(
         SentencePairCandidate,

@@ -41,8 +41,9 @@ class ProgressReporter:
     def close(self) -> None:
         self._conn.close()
 
-    def update(self, *, stage: str | None = None, done: int | None = None, total: int | None = None,
-               force: bool = False) -> None:
+    def update(
+        self, *, stage: str | None = None, done: int | None = None, total: int | None = None, force: bool = False
+    ) -> None:
         """Record progress at most every `min_interval` seconds (always when `force` or the stage changes)."""
         now = time.monotonic()
         if not force and stage is None and now - self._last < self._min_interval:

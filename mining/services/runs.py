@@ -50,9 +50,16 @@ def run_create(
     if kind not in RunKind.values:
         raise ValueError(f"unknown run kind {kind!r}")
     run = MiningRun.objects.create(
-        kind=kind, name=name, created_by=user if user and user.is_authenticated else None,
-        src_corpus=src_corpus, tgt_corpus=tgt_corpus or src_corpus, src_lang=src_lang, tgt_lang=tgt_lang,
-        encoder=encoder, parent=parent, params=params or {},
+        kind=kind,
+        name=name,
+        created_by=user if user and user.is_authenticated else None,
+        src_corpus=src_corpus,
+        tgt_corpus=tgt_corpus or src_corpus,
+        src_lang=src_lang,
+        tgt_lang=tgt_lang,
+        encoder=encoder,
+        parent=parent,
+        params=params or {},
     )
     if enqueue:
         run_enqueue(run=run)

@@ -77,12 +77,21 @@ def training_config_from(params: dict) -> DanConfig | AdapterConfig:
 @transaction.atomic
 def artefact_create(*, kind: str, name: str, path: Path, run: MiningRun, params: dict, metrics: dict) -> Artefact:
     """Register a trained model file as the next version of (kind, name)."""
-    version = (Artefact.objects.select_for_update().filter(kind=kind, name=name)
-               .aggregate(v=Max("version"))["v"] or 0) + 1
+    version = (
+        Artefact.objects.select_for_update().filter(kind=kind, name=name).aggregate(v=Max("version"))["v"] or 0
+    ) + 1
     rel = path.relative_to(settings.PCAPP_DATA_DIR) if path.is_relative_to(settings.PCAPP_DATA_DIR) else path
     return Artefact.objects.create(
-        kind=kind, name=name, version=version, path=str(rel), src_lang=run.src_lang,
-        tgt_lang=run.tgt_lang, params=params, metrics=metrics, trained_on=run.src_corpus, created_by=run.created_by,
+        kind=kind,
+        name=name,
+        version=version,
+        path=str(rel),
+        src_lang=run.src_lang,
+        tgt_lang=run.tgt_lang,
+        params=params,
+        metrics=metrics,
+        trained_on=run.src_corpus,
+        created_by=run.created_by,
     )
 
 
@@ -96,8 +105,10 @@ def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     pairs, domain = training_pairs(run, params)
     minimum = 4 if isinstance(config, AdapterConfig) else 2
     if len(pairs) < minimum:
-        raise ValueError(f"corpus '{run.src_corpus}' has {len(pairs)} gold {run.src_lang}-{run.tgt_lang} pairs; "
-                         f"training needs at least {minimum}")
+        raise ValueError(
+            f"corpus '{run.src_corpus}' has {len(pairs)} gold {run.src_lang}-{run.tgt_lang} pairs; "
+            f"training needs at least {minimum}"
+        )
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "encoders" / f"run-{run.pk}"
     folder.mkdir(parents=True, exist_ok=True)
     if isinstance(config, AdapterConfig):
@@ -105,21 +116,40 @@ def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
     encoder = train_dan(
-        [s for s, _ in pairs], [t for _, t in pairs], src_lang=run.src_lang, tgt_lang=run.tgt_lang,
-        config=config, seed=int(params.get("seed", 0)), checkpoint_path=folder / "checkpoint.pt",
-        progress=reporter.progress, hard_negatives=bool(params.get("hard_negative_stage", True)), domain=domain,
+        [s for s, _ in pairs],
+        [t for _, t in pairs],
+        src_lang=run.src_lang,
+        tgt_lang=run.tgt_lang,
+        config=config,
+        seed=int(params.get("seed", 0)),
+        checkpoint_path=folder / "checkpoint.pt",
+        progress=reporter.progress,
+        hard_negatives=bool(params.get("hard_negative_stage", True)),
+        domain=domain,
     )
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
     final = folder / "model.pt"
     encoder.save(final)
-    artefact = artefact_create(kind=ArtefactKind.ENCODER, name="dan", path=final, run=run,
-                               params={**config.to_dict(), **params},
-                               metrics={"train_pairs": len(pairs), "domain_pairs": int(domain.sum())})
+    artefact = artefact_create(
+        kind=ArtefactKind.ENCODER,
+        name="dan",
+        path=final,
+        run=run,
+        params={**config.to_dict(), **params},
+        metrics={"train_pairs": len(pairs), "domain_pairs": int(domain.sum())},
+    )
     return {"artefact_id": artefact.pk, "version": artefact.version, "train_pairs": len(pairs)}
 
 
-def _train_adapter(run: MiningRun, reporter: ProgressReporter, config: AdapterConfig, params: dict,
-                   pairs: list[tuple[str, str]], domain: np.ndarray, folder: Path) -> dict:
+def _train_adapter(
+    run: MiningRun,
+    reporter: ProgressReporter,
+    config: AdapterConfig,
+    params: dict,
+    pairs: list[tuple[str, str]],
+    domain: np.ndarray,
+    folder: Path,
+) -> dict:
     """Embed the pairs with the base encoder, train the adapter on them, register it as an 'adapted' encoder."""
     from ..core.encoders.registry import get_encoder
 
@@ -128,18 +158,37 @@ def _train_adapter(run: MiningRun, reporter: ProgressReporter, config: AdapterCo
     reporter.update(stage="embed", done=0, total=2 * len(pairs), force=True)
     t0 = time.perf_counter()
     src = base.encode(src_texts, run.src_lang, progress=reporter.progress)
-    tgt = base.encode(tgt_texts, run.tgt_lang,
-                      progress=lambda done, total: reporter.progress(len(pairs) + done, 2 * len(pairs)))
+    tgt = base.encode(
+        tgt_texts, run.tgt_lang, progress=lambda done, total: reporter.progress(len(pairs) + done, 2 * len(pairs))
+    )
     run_record_timing(run=run, stage="embed", seconds=time.perf_counter() - t0)
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
-    model = train_adapter(src, tgt, src_texts=src_texts, tgt_texts=tgt_texts, config=config, domain=domain,
-                          seed=int(params.get("seed", 0)), progress=reporter.progress)
+    model = train_adapter(
+        src,
+        tgt,
+        src_texts=src_texts,
+        tgt_texts=tgt_texts,
+        config=config,
+        domain=domain,
+        seed=int(params.get("seed", 0)),
+        progress=reporter.progress,
+    )
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
     final = folder / "model.pt"
     AdaptedEncoder(base, model, run.src_lang, run.tgt_lang).save(final)
-    metrics = {"train_pairs": len(pairs), "domain_pairs": int(domain.sum()), "validation_p_at_1": model.history,
-               "best_epoch": model.best_epoch}
-    artefact = artefact_create(kind=ArtefactKind.ENCODER, name="adapted", path=final, run=run,
-                               params={**dataclasses.asdict(config), **params, "base": base.name}, metrics=metrics)
+    metrics = {
+        "train_pairs": len(pairs),
+        "domain_pairs": int(domain.sum()),
+        "validation_p_at_1": model.history,
+        "best_epoch": model.best_epoch,
+    }
+    artefact = artefact_create(
+        kind=ArtefactKind.ENCODER,
+        name="adapted",
+        path=final,
+        run=run,
+        params={**dataclasses.asdict(config), **params, "base": base.name},
+        metrics=metrics,
+    )
     return {"artefact_id": artefact.pk, "version": artefact.version, **metrics}

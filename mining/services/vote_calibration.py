@@ -42,12 +42,27 @@ class VoteCalibration:
         if self.model is None:
             return {"f1": "cosine", "f1_note": self.note}
         a = self.artefact
-        return {"f1": "calibrated", "calibration": {"id": a.pk, "name": a.name, "version": a.version,
-                                                    "method": a.params.get("method", ""),
-                                                    "phi": {"margin": self.margin.value, "k": self.k}}}
+        return {
+            "f1": "calibrated",
+            "calibration": {
+                "id": a.pk,
+                "name": a.name,
+                "version": a.version,
+                "method": a.params.get("method", ""),
+                "phi": {"margin": self.margin.value, "k": self.k},
+            },
+        }
 
-    def f1(self, s_emb: np.ndarray, t_emb: np.ndarray, sims: np.ndarray, ids: np.ndarray, *,
-           knn: KnnFn = knn_exact, chunk: int = 4096) -> np.ndarray | None:
+    def f1(
+        self,
+        s_emb: np.ndarray,
+        t_emb: np.ndarray,
+        sims: np.ndarray,
+        ids: np.ndarray,
+        *,
+        knn: KnnFn = knn_exact,
+        chunk: int = 4096,
+    ) -> np.ndarray | None:
         """(n_src, N) float64 calibrated confidence of each kNN hit (0 where there is no neighbour); None: cosine.
 
         Args:
@@ -67,12 +82,12 @@ class VoteCalibration:
         out = np.zeros(sims.shape, dtype=np.float64)
         n = sims.shape[1]
         for i0 in range(0, sims.shape[0], chunk):
-            ok = valid[i0:i0 + chunk]
+            ok = valid[i0 : i0 + chunk]
             if not ok.any():
                 continue
-            u = np.repeat(s_emb[i0:i0 + chunk], n, axis=0)[ok.ravel()]
-            block = out[i0:i0 + chunk]
-            block[ok] = self.model.predict(u, phi[i0:i0 + chunk][ok].astype(np.float64))
+            u = np.repeat(s_emb[i0 : i0 + chunk], n, axis=0)[ok.ravel()]
+            block = out[i0 : i0 + chunk]
+            block[ok] = self.model.predict(u, phi[i0 : i0 + chunk][ok].astype(np.float64))
         return out
 
 
@@ -87,7 +102,11 @@ def vote_calibration(run: MiningRun) -> VoteCalibration:
         return VoteCalibration(None, None, note=f"no calibration model for {run.src_lang}-{run.tgt_lang}")
     trained_with = artefact.params.get("encoder")
     if trained_with != run.encoder_id:
-        return VoteCalibration(artefact, None, note=f"{artefact} was trained on the scores of encoder "
-                                                    f"{trained_with}, this run uses encoder {run.encoder_id}")
+        return VoteCalibration(
+            artefact,
+            None,
+            note=f"{artefact} was trained on the scores of encoder "
+            f"{trained_with}, this run uses encoder {run.encoder_id}",
+        )
     phi = {**DEFAULT_PHI, **artefact.params.get("phi", {})}
     return VoteCalibration(artefact, load_calibrator(artefact), Margin(phi["margin"]), int(phi["k"]))

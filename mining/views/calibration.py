@@ -32,8 +32,11 @@ from ..services.runs import run_create
 
 
 def _latest(src: str, tgt: str) -> Artefact | None:
-    return (Artefact.objects.filter(kind=ArtefactKind.CALIBRATION, name=f"calibration-{src}-{tgt}")
-            .order_by("-version").first())
+    return (
+        Artefact.objects.filter(kind=ArtefactKind.CALIBRATION, name=f"calibration-{src}-{tgt}")
+        .order_by("-version")
+        .first()
+    )
 
 
 def _threshold_context(src: str, tgt: str, target: float) -> dict:
@@ -43,11 +46,16 @@ def _threshold_context(src: str, tgt: str, target: float) -> dict:
     data = threshold_labels(src_lang=src, tgt_lang=tgt)
     if not len(data.labels):
         return {"target": target, "choice": None, "n_labels": 0, "n_left_out": data.n_left_out}
-    all_scores = np.array(list(SentencePairCandidate.objects.filter(run__src_lang=src, run__tgt_lang=tgt,
-                                                                    run__kind=RunKind.SENTENCE)
-                               .values_list("score", flat=True).iterator(chunk_size=100_000)))
-    choice = choose_threshold(data.scores, data.labels, target, weights=data.weights,
-                              all_scores=all_scores if len(all_scores) else None)
+    all_scores = np.array(
+        list(
+            SentencePairCandidate.objects.filter(run__src_lang=src, run__tgt_lang=tgt, run__kind=RunKind.SENTENCE)
+            .values_list("score", flat=True)
+            .iterator(chunk_size=100_000)
+        )
+    )
+    choice = choose_threshold(
+        data.scores, data.labels, target, weights=data.weights, all_scores=all_scores if len(all_scores) else None
+    )
     return {"target": target, "choice": choice, "n_labels": len(data.labels), "n_left_out": data.n_left_out}
 
 
@@ -62,15 +70,25 @@ def calibration_page(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
     from annotation.models import Campaign
 
     artefact = _latest(src, tgt)
-    report = (artefact.metrics.get("cross_validated", {}) if artefact else {})
-    chart = reliability_svg({name: (r["reliability"]["confidence"], r["reliability"]["frequency"])
-                             for name, r in report.items()}) if report else None
+    report = artefact.metrics.get("cross_validated", {}) if artefact else {}
+    chart = (
+        reliability_svg(
+            {name: (r["reliability"]["confidence"], r["reliability"]["frequency"]) for name, r in report.items()}
+        )
+        if report
+        else None
+    )
     context = {
-        "src": src, "tgt": tgt, "artefact": artefact, "report": report, "chart": chart,
+        "src": src,
+        "tgt": tgt,
+        "artefact": artefact,
+        "report": report,
+        "chart": chart,
         "setting": LanguagePairSetting.objects.filter(src_lang=src, tgt_lang=tgt).first(),
         "campaigns": Campaign.objects.filter(runs__src_lang=src, runs__tgt_lang=tgt).distinct(),
-        "runs": MiningRun.objects.filter(kind=RunKind.SENTENCE, src_lang=src, tgt_lang=tgt,
-                                         status=JobStatus.SUCCEEDED).order_by("-created_at")[:20],
+        "runs": MiningRun.objects.filter(
+            kind=RunKind.SENTENCE, src_lang=src, tgt_lang=tgt, status=JobStatus.SUCCEEDED
+        ).order_by("-created_at")[:20],
         **_fine_tune_context(src, tgt),
         **threshold,
     }
@@ -83,9 +101,14 @@ def calibration_train(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
     """Start a calibration run on a campaign's labels (or all labels of the pair)."""
     campaign = request.POST.get("campaign") or None
     method = request.POST.get("method", "head")
-    run = run_create(kind=RunKind.CALIBRATE, user=request.user, src_lang=src, tgt_lang=tgt,
-                     params={"method": method, "campaign": int(campaign) if campaign else None},
-                     name=f"calibrate {src}-{tgt}")
+    run = run_create(
+        kind=RunKind.CALIBRATE,
+        user=request.user,
+        src_lang=src,
+        tgt_lang=tgt,
+        params={"method": method, "campaign": int(campaign) if campaign else None},
+        name=f"calibrate {src}-{tgt}",
+    )
     messages.success(request, f"Calibration run {run.pk} queued.")
     return redirect("run-detail", pk=run.pk)
 
@@ -96,15 +119,27 @@ def calibration_apply_view(request: HttpRequest, src: str, tgt: str) -> HttpResp
     """Apply the latest calibration to a run (a background run), and/or store the threshold for the pair."""
     artefact = _latest(src, tgt)
     if request.POST.get("threshold"):
-        threshold_apply(src_lang=src, tgt_lang=tgt, threshold=float(request.POST["threshold"]),
-                        target_precision=float(request.POST.get("target") or 0) or None,
-                        estimated_precision=float(request.POST.get("estimate") or 0) or None,
-                        calibration=artefact, user=request.user)
+        threshold_apply(
+            src_lang=src,
+            tgt_lang=tgt,
+            threshold=float(request.POST["threshold"]),
+            target_precision=float(request.POST.get("target") or 0) or None,
+            estimated_precision=float(request.POST.get("estimate") or 0) or None,
+            calibration=artefact,
+            user=request.user,
+        )
         messages.success(request, f"Threshold {float(request.POST['threshold']):.4f} stored for {src}-{tgt}.")
     if request.POST.get("run") and artefact:
         target = MiningRun.objects.get(pk=int(request.POST["run"]))
-        run = run_create(kind=RunKind.APPLY_CALIBRATION, user=request.user, parent=target, src_lang=src, tgt_lang=tgt,
-                         params={"calibration": artefact.pk}, name=f"apply {artefact} to run {target.pk}")
+        run = run_create(
+            kind=RunKind.APPLY_CALIBRATION,
+            user=request.user,
+            parent=target,
+            src_lang=src,
+            tgt_lang=tgt,
+            params={"calibration": artefact.pk},
+            name=f"apply {artefact} to run {target.pk}",
+        )
         messages.success(request, f"Applying {artefact} to run {target.pk} (run {run.pk}).")
     return redirect("calibration", src=src, tgt=tgt)
 
@@ -115,8 +150,9 @@ def _fine_tune_context(src: str, tgt: str) -> dict:
     dans = Artefact.objects.filter(kind=ArtefactKind.ENCODER, name="dan", src_lang=src, tgt_lang=tgt)
     return {
         "dan_encoders": dans.filter(is_active=True).exclude(path="").order_by("-version"),
-        "eval_corpora": Corpus.objects.filter(Exists(GoldSentencePair.objects.filter(corpus=OuterRef("pk"))),
-                                              languages__contains=[src, tgt]).order_by("name"),
+        "eval_corpora": Corpus.objects.filter(
+            Exists(GoldSentencePair.objects.filter(corpus=OuterRef("pk"))), languages__contains=[src, tgt]
+        ).order_by("name"),
         "fine_tuned": [a for a in dans.order_by("-version")[:20] if "fine_tune" in a.metrics],
     }
 
@@ -129,16 +165,27 @@ def calibration_fine_tune(request: HttpRequest, src: str, tgt: str) -> HttpRespo
     try:
         base = Artefact.objects.filter(pk=int(request.POST.get("encoder") or 0), kind=ArtefactKind.ENCODER).first()
         campaign = request.POST.get("campaign") or None
-        params = {"campaign": int(campaign) if campaign else None,
-                  "eval_corpus": int(request.POST.get("eval_corpus") or 0), "seed": int(request.POST.get("seed") or 0)}
+        params = {
+            "campaign": int(campaign) if campaign else None,
+            "eval_corpus": int(request.POST.get("eval_corpus") or 0),
+            "seed": int(request.POST.get("seed") or 0),
+        }
         if base is None:
             raise ValueError("pick a DAN encoder to fine-tune")
         check_fine_tune(base=base, src_lang=src, tgt_lang=tgt, params=params)
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("calibration", src=src, tgt=tgt)
-    run = run_create(kind=RunKind.FINE_TUNE, user=request.user, src_corpus=base.trained_on, encoder=base,
-                     src_lang=src, tgt_lang=tgt, params=params, name=f"fine-tune {base} on {src}-{tgt} reviews")
+    run = run_create(
+        kind=RunKind.FINE_TUNE,
+        user=request.user,
+        src_corpus=base.trained_on,
+        encoder=base,
+        src_lang=src,
+        tgt_lang=tgt,
+        params=params,
+        name=f"fine-tune {base} on {src}-{tgt} reviews",
+    )
     messages.success(request, f"Fine-tuning run {run.pk} queued.")
     return redirect("run-detail", pk=run.pk)
 

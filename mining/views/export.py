@@ -40,8 +40,9 @@ def rule_from_form(form: ExportForm) -> KeepRule:
 
 def stream_response(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> StreamingHttpResponse:
     """A streamed download of the export (Moses: one side)."""
-    response = StreamingHttpResponse(export_stream(run=run, rule=rule, fmt=fmt, side=side),
-                                     content_type=CONTENT_TYPES[fmt])
+    response = StreamingHttpResponse(
+        export_stream(run=run, rule=rule, fmt=fmt, side=side), content_type=CONTENT_TYPES[fmt]
+    )
     name = export_filename(run=run, rule=rule, fmt=fmt, side=side if fmt is ExportFormat.MOSES else None)
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
@@ -68,11 +69,13 @@ def run_export_build(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_run_or_404(pk)
     form = ExportForm(request.POST)
     if not form.is_valid():
-        return render(request, "mining/run_export.html", {"run": run, "form": form, "files": export_files(run=run)},
-                      status=400)
+        return render(
+            request, "mining/run_export.html", {"run": run, "form": form, "files": export_files(run=run)}, status=400
+        )
     d = form.cleaned_data
-    transaction.on_commit(lambda: export_run.delay(run.pk, d["format"], d["keep"], d["threshold"],
-                                                   bool(d["include_filtered"])))
+    transaction.on_commit(
+        lambda: export_run.delay(run.pk, d["format"], d["keep"], d["threshold"], bool(d["include_filtered"]))
+    )
     messages.success(request, "Export queued; reload this page to see the download link when it is written.")
     return redirect("run-export", pk=run.pk)
 

@@ -39,10 +39,16 @@ def _import_start(request: HttpRequest, limiter: SizeLimitUploadHandler) -> Http
         elif form.is_valid():
             try:
                 with transaction.atomic():
-                    paths = save_uploads(form.cleaned_data["files"],
-                                         unzip=form.cleaned_data["format"] == ImportJob.Format.FOLDER)
-                    job = import_job_create(corpus_name=form.cleaned_data["name"], fmt=form.cleaned_data["format"],
-                                            paths=paths, options=form.options(), user=request.user)
+                    paths = save_uploads(
+                        form.cleaned_data["files"], unzip=form.cleaned_data["format"] == ImportJob.Format.FOLDER
+                    )
+                    job = import_job_create(
+                        corpus_name=form.cleaned_data["name"],
+                        fmt=form.cleaned_data["format"],
+                        paths=paths,
+                        options=form.options(),
+                        user=request.user,
+                    )
                     import_job_enqueue(job=job)
             except ImportFailure as exc:
                 form.add_error(None, str(exc))
@@ -74,7 +80,6 @@ def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def import_list(request: HttpRequest) -> HttpResponse:
     """Recent imports."""
     return render(request, "mining/import_list.html", {"jobs": ImportJob.objects.select_related("corpus")[:100]})
-
 
 
 urlpatterns = [

@@ -38,8 +38,13 @@ def run_results(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     page = candidate_page(run=run, filters=filters, after=filters.get("after"), size=PAGE_SIZE)
     query = request.GET.copy()
     query.pop("after", None)
-    context = {"run": run, "form": form, "page": page, "base_query": query.urlencode(),
-               "is_document": run.kind == RunKind.DOCUMENT}
+    context = {
+        "run": run,
+        "form": form,
+        "page": page,
+        "base_query": query.urlencode(),
+        "is_document": run.kind == RunKind.DOCUMENT,
+    }
     if request.htmx and request.htmx.target == "candidate-list":
         return render(request, "mining/run_results.html#candidate-list", context)
     hist = score_histogram(run=run)
@@ -48,7 +53,9 @@ def run_results(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         histogram=histogram_svg(hist.edges, hist.counts, hist.kept_counts, threshold=threshold),
         yield_chart=yield_svg(hist.yield_curve(), threshold=threshold),
         threshold_rows=hist.threshold_table()[:: max(1, len(hist.counts) // 10)],
-        total=hist.total, threshold=threshold, reasons=filter_reasons(run=run),
+        total=hist.total,
+        threshold=threshold,
+        reasons=filter_reasons(run=run),
     )
     return render(request, "mining/run_results.html", context)
 
@@ -65,8 +72,9 @@ def run_compare_view(request: HttpRequest) -> HttpResponse:
         ta = _float_param(request, "ta", run_threshold(a))
         tb = _float_param(request, "tb", run_threshold(b))
         same_corpora = (a.src_corpus_id, a.tgt_corpus_id) == (b.src_corpus_id, b.tgt_corpus_id)
-        context.update(a=a, b=b, ta=ta, tb=tb, same_corpora=same_corpora,
-                       cmp=run_compare(a=a, b=b, threshold_a=ta, threshold_b=tb))
+        context.update(
+            a=a, b=b, ta=ta, tb=tb, same_corpora=same_corpora, cmp=run_compare(a=a, b=b, threshold_a=ta, threshold_b=tb)
+        )
     return render(request, "mining/run_compare.html", context)
 
 

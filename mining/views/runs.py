@@ -21,11 +21,11 @@ from ..services.runs import run_cancel, run_create, run_retry
 STOP_POLLING = 286
 
 
-
 class HtmxHttpRequest(HttpRequest):
     """A request that went through django-htmx's middleware."""
 
     htmx: HtmxDetails
+
 
 def get_run_or_404(pk: int) -> MiningRun:
     """The run with its corpora and encoder, or 404."""

@@ -32,8 +32,9 @@ def calibrated_run(threshold: float | None = 1.45):
 
 
 def _ranks(campaign, sampler: str) -> list[int]:
-    return sorted(CampaignItem.objects.filter(campaign=campaign, sampler=sampler)
-                  .values_list("sentence_pair__rank", flat=True))
+    return sorted(
+        CampaignItem.objects.filter(campaign=campaign, sampler=sampler).values_list("sentence_pair__rank", flat=True)
+    )
 
 
 def test_uncertain_sampler_picks_the_confidences_nearest_the_threshold():
@@ -45,8 +46,9 @@ def test_uncertain_sampler_picks_the_confidences_nearest_the_threshold():
     assert _ranks(campaign, Sampler.UNCERTAIN) == [5, 6, 7]
     assert set(CampaignItem.objects.filter(campaign=campaign).values_list("stratum_size", flat=True)) == {0}
     # The score-threshold sampler at the same threshold picks other items (scores 1.5, 1.4).
-    near = campaign_create(name="near", runs=[run], reviewers=[], sampler=Sampler.THRESHOLD, threshold=1.45,
-                           sample_size=2)
+    near = campaign_create(
+        name="near", runs=[run], reviewers=[], sampler=Sampler.THRESHOLD, threshold=1.45, sample_size=2
+    )
     assert _ranks(near, Sampler.THRESHOLD) == [5, 6]
 
 
@@ -73,8 +75,16 @@ def test_estimates_leave_the_uncertain_items_out(django_user_model):
     run = calibrated_run()
     rev = django_user_model.objects.create_user("rev", password="pw-rev-1234")
     rev.groups.add(reviewers_group())
-    campaign = campaign_create(name="mixed", runs=[run], reviewers=[rev], sampler=Sampler.STRATIFIED, bands=2,
-                               sample_size=4, n_uncertain=3, seed=1)
+    campaign = campaign_create(
+        name="mixed",
+        runs=[run],
+        reviewers=[rev],
+        sampler=Sampler.STRATIFIED,
+        bands=2,
+        sample_size=4,
+        n_uncertain=3,
+        seed=1,
+    )
     items = list(CampaignItem.objects.filter(campaign=campaign))
     stratified = [i for i in items if i.sampler == Sampler.STRATIFIED]
     uncertain = [i for i in items if i.sampler == Sampler.UNCERTAIN]
@@ -115,9 +125,19 @@ def test_results_page_and_api_show_the_active_sample_apart(django_user_model, st
 
 def test_campaign_form_offers_the_uncertain_sampler(staff_client, reviewer_user):
     run = calibrated_run()
-    form = {"name": "active", "runs": [run.pk], "reviewers": [reviewer_user.pk], "sample_size": 3,
-            "sampler": "uniform", "n_uncertain": 2, "bands": 5, "seed": 0, "overlap": 1, "n_controls": 0,
-            "guidelines": "g"}
+    form = {
+        "name": "active",
+        "runs": [run.pk],
+        "reviewers": [reviewer_user.pk],
+        "sample_size": 3,
+        "sampler": "uniform",
+        "n_uncertain": 2,
+        "bands": 5,
+        "seed": 0,
+        "overlap": 1,
+        "n_controls": 0,
+        "guidelines": "g",
+    }
     assert 'value="uncertain"' in staff_client.get(reverse("campaign-new")).content.decode()
     assert staff_client.post(reverse("campaign-new"), form).status_code == 302
     assert CampaignItem.objects.filter(sampler=Sampler.UNCERTAIN).count() == 2
@@ -131,17 +151,25 @@ def test_campaign_api_creates_active_campaigns_with_the_same_rules(staff_user, r
     run = calibrated_run()
     api = APIClient()
     api.force_authenticate(staff_user)
-    response = api.post("/api/review/campaigns/", {"name": "api", "runs": [run.pk], "reviewers": [reviewer_user.pk],
-                                                   "sampler": "uncertain", "sample_size": 3}, format="json")
+    response = api.post(
+        "/api/review/campaigns/",
+        {"name": "api", "runs": [run.pk], "reviewers": [reviewer_user.pk], "sampler": "uncertain", "sample_size": 3},
+        format="json",
+    )
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["sampler"] == "uncertain" and body["n_items"] == 3
     assert _ranks(body["id"], Sampler.UNCERTAIN) == [5, 6, 7]
     bare = make_run(3)
-    response = api.post("/api/review/campaigns/", {"name": "bare", "runs": [bare.pk], "reviewers": [],
-                                                   "n_uncertain": 1}, format="json")
+    response = api.post(
+        "/api/review/campaigns/", {"name": "bare", "runs": [bare.pk], "reviewers": [], "n_uncertain": 1}, format="json"
+    )
     assert response.status_code == 400 and "calibrated confidences" in response.json()["detail"]
     reviewer = APIClient()
     reviewer.force_authenticate(reviewer_user)
-    assert reviewer.post("/api/review/campaigns/", {"name": "no", "runs": [run.pk], "reviewers": []},
-                         format="json").status_code == 403
+    assert (
+        reviewer.post(
+            "/api/review/campaigns/", {"name": "no", "runs": [run.pk], "reviewers": []}, format="json"
+        ).status_code
+        == 403
+    )

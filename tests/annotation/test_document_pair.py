@@ -22,14 +22,19 @@ def doc_pair():
     corpus = CorpusFactory()
     den = DocumentFactory(corpus=corpus, lang="en")
     dfr = DocumentFactory(corpus=corpus, lang="fr")
-    en = [SentenceFactory(document=den, position=i, text=t)
-          for i, t in enumerate(["Hello there.", "<script>alert('x')</script> & co", "Goodbye."])]
+    en = [
+        SentenceFactory(document=den, position=i, text=t)
+        for i, t in enumerate(["Hello there.", "<script>alert('x')</script> & co", "Goodbye."])
+    ]
     fr = [SentenceFactory(document=dfr, position=i, text=t) for i, t in enumerate(["Bonjour.", "Au revoir."])]
-    pair = DocumentPairCandidate.objects.create(run=MiningRunFactory(kind=RunKind.DOCUMENT, src_corpus=corpus),
-                                                src=den, tgt=dfr, cosine=0.9, score=1.3, rank=1)
+    pair = DocumentPairCandidate.objects.create(
+        run=MiningRunFactory(kind=RunKind.DOCUMENT, src_corpus=corpus), src=den, tgt=dfr, cosine=0.9, score=1.3, rank=1
+    )
     align = MiningRunFactory(kind=RunKind.ALIGN, src_corpus=corpus)
-    linked = [SentencePairCandidateFactory(run=align, src=en[0], tgt=fr[0], doc_pair=pair),
-              SentencePairCandidateFactory(run=align, src=en[2], tgt=fr[1], doc_pair=pair)]
+    linked = [
+        SentencePairCandidateFactory(run=align, src=en[0], tgt=fr[0], doc_pair=pair),
+        SentencePairCandidateFactory(run=align, src=en[2], tgt=fr[1], doc_pair=pair),
+    ]
     return pair, linked
 
 

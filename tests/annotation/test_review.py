@@ -37,8 +37,9 @@ def test_samplers_pick_the_requested_items():
     assert sorted(top.items.values_list("sentence_pair__rank", flat=True)) == [1, 2, 3, 4, 5]
     uni_a = campaign_create(name="u", runs=[run], reviewers=[], sample_size=7, seed=3)
     uni_b = campaign_create(name="u", runs=[run], reviewers=[], sample_size=7, seed=3)
-    assert sorted(uni_a.items.values_list("sentence_pair", flat=True)) == \
-        sorted(uni_b.items.values_list("sentence_pair", flat=True))
+    assert sorted(uni_a.items.values_list("sentence_pair", flat=True)) == sorted(
+        uni_b.items.values_list("sentence_pair", flat=True)
+    )
     strat = campaign_create(name="s", runs=[run], reviewers=[], sampler=Sampler.STRATIFIED, sample_size=10, bands=5)
     assert set(strat.items.values_list("stratum", flat=True)) == {0, 1, 2, 3, 4}
     assert sum(size for _, size in set(strat.items.values_list("stratum", "stratum_size"))) == 20
@@ -93,8 +94,9 @@ def test_a_reviewer_back_after_a_pause_keeps_an_untaken_item(django_user_model):
     (a,) = reviewers(django_user_model, 1)
     campaign = make_campaign(make_run(3), [a], sample_size=2)
     item, _ = item_claim(campaign=campaign, reviewer=a)
-    Assignment.objects.filter(reviewer=a).update(claimed_at=Assignment.objects.get(reviewer=a).claimed_at
-                                                 - timedelta(seconds=CLAIM_SECONDS + 1))
+    Assignment.objects.filter(reviewer=a).update(
+        claimed_at=Assignment.objects.get(reviewer=a).claimed_at - timedelta(seconds=CLAIM_SECONDS + 1)
+    )
     assert item_claim(campaign=campaign, reviewer=a) == (item, "current")
     label_submit(campaign=campaign, reviewer=a, item_id=item.pk, verdict="GOOD")
 
@@ -160,12 +162,18 @@ def test_review_page_htmx_flow_escapes_text_and_answers_409(django_user_model):
     assert page.status_code == 200 and "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
     assert "<html" in html
     item = Assignment.objects.get(reviewer=a).item
-    partial = client.post(reverse("campaign-label", args=[campaign.pk]),
-                          {"item": item.pk, "verdict": "GOOD", "seconds": "2.5"}, headers={"HX-Request": "true"})
+    partial = client.post(
+        reverse("campaign-label", args=[campaign.pk]),
+        {"item": item.pk, "verdict": "GOOD", "seconds": "2.5"},
+        headers={"HX-Request": "true"},
+    )
     assert partial.status_code == 200 and "<html" not in partial.content.decode()
     assert Label.objects.get().seconds_spent == 2.5
-    again = client.post(reverse("campaign-label", args=[campaign.pk]), {"item": item.pk, "verdict": "BAD"},
-                        headers={"HX-Request": "true"})
+    again = client.post(
+        reverse("campaign-label", args=[campaign.pk]),
+        {"item": item.pk, "verdict": "BAD"},
+        headers={"HX-Request": "true"},
+    )
     assert again.status_code == 409 and b"already judged" in again.content
 
 
@@ -216,8 +224,11 @@ def _review_query_counts(client, campaign, user) -> tuple[int, int, int]:
         client.get(reverse("campaign-review", args=[campaign.pk]), headers={"HX-Request": "true"})
     item = Assignment.objects.get(reviewer=user, campaign=campaign).item
     with CaptureQueriesContext(connection) as post:
-        r = client.post(reverse("campaign-label", args=[campaign.pk]), {"item": item.pk, "verdict": "GOOD"},
-                        headers={"HX-Request": "true"})
+        r = client.post(
+            reverse("campaign-label", args=[campaign.pk]),
+            {"item": item.pk, "verdict": "GOOD"},
+            headers={"HX-Request": "true"},
+        )
     assert r.status_code == 200
     with CaptureQueriesContext(connection) as listing:
         client.get(reverse("campaign-list"))
@@ -258,11 +269,13 @@ def test_judgement_api_follows_the_page_rules(django_user_model, staff_user):
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=a).key}")
     item, _ = item_claim(campaign=campaign, reviewer=a)
-    ok = api.post("/api/review/judgements/", {"campaign": campaign.pk, "item": item.pk, "verdict": "GOOD"},
-                  format="json")
+    ok = api.post(
+        "/api/review/judgements/", {"campaign": campaign.pk, "item": item.pk, "verdict": "GOOD"}, format="json"
+    )
     assert ok.status_code == 201 and ok.json()["next_item"] not in (None, item.pk)
-    dup = api.post("/api/review/judgements/", {"campaign": campaign.pk, "item": item.pk, "verdict": "BAD"},
-                   format="json")
+    dup = api.post(
+        "/api/review/judgements/", {"campaign": campaign.pk, "item": item.pk, "verdict": "BAD"}, format="json"
+    )
     assert dup.status_code == 409
     assert api.get(f"/api/review/campaigns/{campaign.pk}/results/").status_code == 403
     staff = APIClient()

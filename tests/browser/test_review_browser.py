@@ -41,7 +41,9 @@ def test_review_ten_pairs_with_the_keyboard_then_open_results(page, campaign, sc
         page.keyboard.press("g" if i % 3 else "b")
         page.wait_for_function(
             "prev => { const el = document.querySelector('#label-form input[name=item]');"
-            " return el && el.value !== prev; }", arg=before)
+            " return el && el.value !== prev; }",
+            arg=before,
+        )
         assert not errors, errors
     assert Label.objects.filter(campaign=campaign).count() == 10
     assert Label.objects.filter(campaign=campaign, verdict="BAD").count() == 4

@@ -34,8 +34,11 @@ def small_corpus(folder, name: str = "browser-en-fr") -> Corpus:
 
     path = folder / "pairs.tsv"
     path.write_text("".join(f"{en}\t{fr}\n" for en, fr in PAIRS), encoding="utf-8")
-    job = import_execute(job=import_job_create(corpus_name=name, fmt="tsv", paths=[str(path)],
-                                               options={"src_lang": "en", "tgt_lang": "fr"}))
+    job = import_execute(
+        job=import_job_create(
+            corpus_name=name, fmt="tsv", paths=[str(path)], options={"src_lang": "en", "tgt_lang": "fr"}
+        )
+    )
     assert job.status == JobStatus.SUCCEEDED, job.error
     return Corpus.objects.get(name=name)
 
@@ -57,8 +60,9 @@ def test_progress_polls_until_the_run_ends(page, staff, screenshot):
     screenshot(page, "run-progress")
     polls = []
     page.on("request", lambda req: polls.append(req.url) if "/progress/" in req.url else None)
-    MiningRun.objects.filter(pk=run.pk).update(status=JobStatus.SUCCEEDED, stage="done", finished_at=timezone.now(),
-                                               stats={"candidates": 0})
+    MiningRun.objects.filter(pk=run.pk).update(
+        status=JobStatus.SUCCEEDED, stage="done", finished_at=timezone.now(), stats={"candidates": 0}
+    )
     page.wait_for_selector("#run-progress[data-status=succeeded]", timeout=10_000)
     n = len(polls)
     page.wait_for_timeout(2500)
@@ -70,9 +74,13 @@ def test_results_compare_and_export_pages(page, staff, screenshot):
     """Results (charts, filters by keyboard), comparison and export pages render for a run with candidates."""
     from tests.mining.views.test_results import make_run
 
-    run = make_run(12, scores=[1.6 - 0.05 * i for i in range(12)], reasons={3: "too_short"},
-                   texts=[(en, fr) for en, fr in PAIRS] + [("Extra <b>line</b>", "Ligne en plus")],
-                   params={"threshold": 1.22})
+    run = make_run(
+        12,
+        scores=[1.6 - 0.05 * i for i in range(12)],
+        reasons={3: "too_short"},
+        texts=[(en, fr) for en, fr in PAIRS] + [("Extra <b>line</b>", "Ligne en plus")],
+        params={"threshold": 1.22},
+    )
     login(page, *staff)
     page.goto(f"/runs/{run.pk}/results/")
     assert page.locator("#score-histogram svg rect.bar-all").count() > 0
@@ -114,8 +122,7 @@ def test_start_run_watch_it_finish_and_open_results(page, staff, screenshot, cel
         screenshot(page, "run-submitted")
     run = MiningRun.objects.get(src_corpus=corpus)
 
-    page.wait_for_selector("#run-progress[data-status=succeeded], #run-progress[data-status=failed]",
-                           timeout=180_000)
+    page.wait_for_selector("#run-progress[data-status=succeeded], #run-progress[data-status=failed]", timeout=180_000)
     screenshot(page, "run-finished")
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED, run.error

@@ -67,8 +67,7 @@ class MiningRunFactory(DjangoModelFactory):
     tgt_lang = "fr"
     status = JobStatus.SUCCEEDED
     params = factory.LazyFunction(
-        lambda: {"knn": "exact", "margin": "ratio", "k": 4, "strategy": "max_score", "threshold": None,
-                 "filters": True}
+        lambda: {"knn": "exact", "margin": "ratio", "k": 4, "strategy": "max_score", "threshold": None, "filters": True}
     )
 
 
@@ -77,10 +76,12 @@ class SentencePairCandidateFactory(DjangoModelFactory):
         model = SentencePairCandidate
 
     run = factory.SubFactory(MiningRunFactory)
-    src = factory.SubFactory(SentenceFactory, document__corpus=factory.SelfAttribute("...run.src_corpus"),
-                             document__lang="en")
-    tgt = factory.SubFactory(SentenceFactory, document__corpus=factory.SelfAttribute("...run.tgt_corpus"),
-                             document__lang="fr")
+    src = factory.SubFactory(
+        SentenceFactory, document__corpus=factory.SelfAttribute("...run.src_corpus"), document__lang="en"
+    )
+    tgt = factory.SubFactory(
+        SentenceFactory, document__corpus=factory.SelfAttribute("...run.tgt_corpus"), document__lang="fr"
+    )
     cosine = 0.8
     score = 1.1
     rank = factory.Sequence(lambda n: n + 1)

@@ -34,8 +34,20 @@ def test_table_with_models_trained_on_another_corpus():
     _import("docs")
     _import("docs-train")
     out = StringIO()
-    call_command("evaluate_documents", "docs", "--src", "en", "--tgt", "fr", "--train-corpus", "docs-train",
-                 "--epochs", "2", "--no-bow", stdout=out)
+    call_command(
+        "evaluate_documents",
+        "docs",
+        "--src",
+        "en",
+        "--tgt",
+        "fr",
+        "--train-corpus",
+        "docs-train",
+        "--epochs",
+        "2",
+        "--no-bow",
+        stdout=out,
+    )
     table = out.getvalue()
     assert "clean" in table and "noisy (resplit)" in table
     for row in (SENTENCE_AVG, "HiDE DNN->pooling", "HiDE pooling->DNN", SENTENCE_VOTE, "count baseline"):

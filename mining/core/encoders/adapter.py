@@ -95,13 +95,18 @@ class AdapterModel(nn.Module):
         self.eval()
         with torch.no_grad():
             for start in range(0, len(emb), batch_size):
-                x = torch.from_numpy(np.ascontiguousarray(emb[start:start + batch_size], dtype=np.float32))
-                out[start:start + len(x)] = self(x, side).numpy()
+                x = torch.from_numpy(np.ascontiguousarray(emb[start : start + batch_size], dtype=np.float32))
+                out[start : start + len(x)] = self(x, side).numpy()
         return out
 
     def state(self) -> dict:
-        return {"config": asdict(self.config), "in_dim": self.in_dim, "state": self.state_dict(),
-                "history": self.history, "best_epoch": self.best_epoch}
+        return {
+            "config": asdict(self.config),
+            "in_dim": self.in_dim,
+            "state": self.state_dict(),
+            "history": self.history,
+            "best_epoch": self.best_epoch,
+        }
 
     @classmethod
     def from_state(cls, data: dict) -> AdapterModel:
@@ -113,8 +118,9 @@ class AdapterModel(nn.Module):
         return model
 
 
-def _validation_split(n: int, config: AdapterConfig, seed: int,
-                      domain: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _validation_split(
+    n: int, config: AdapterConfig, seed: int, domain: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(training rows, held-out rows); with `domain`, the held-out rows are in-domain ones, since the epoch kept
     should be the best on the text the adapter is for."""
     pool = np.flatnonzero(domain) if domain is not None and domain.any() else np.arange(n)
@@ -185,8 +191,13 @@ def train_adapter(
     if config.hard_negatives > 0:
         # Near-misses among the training targets, by the base embeddings; a target whose text is a gold
         # translation of the source is never one of them.
-        hard = mine_hard_negatives(src_emb[train_rows], tgt_emb[train_rows], np.arange(len(train_rows)),
-                                   np.arange(len(train_rows)), config.hard_negatives)
+        hard = mine_hard_negatives(
+            src_emb[train_rows],
+            tgt_emb[train_rows],
+            np.arange(len(train_rows)),
+            np.arange(len(train_rows)),
+            config.hard_negatives,
+        )
         by_row = np.full((n, config.hard_negatives), -1, dtype=np.int64)
         by_row[train_rows] = np.where(hard >= 0, train_rows[np.maximum(hard, 0)], -1)
         hard = by_row
@@ -216,8 +227,15 @@ def train_adapter(
                     bad = np.isin(codes, gold_codes) | (t_id[negs][None, :] == tid[:, None])
                     extra_exclude = torch.from_numpy(bad) if bad.any() else None
             loss = additive_margin_softmax_loss(
-                u, v, config.margin, config.scale, True, extra,
-                exclude=torch.from_numpy(same) if same.any() else None, extra_exclude=extra_exclude)
+                u,
+                v,
+                config.margin,
+                config.scale,
+                True,
+                extra,
+                exclude=torch.from_numpy(same) if same.any() else None,
+                extra_exclude=extra_exclude,
+            )
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -265,16 +283,24 @@ class AdaptedEncoder(SentenceEncoder):
             return "tgt"
         raise UnsupportedLanguage(self.name, lang, self.languages)
 
-    def _encode(self, texts: list[str], lang: str, *, batch_size: int = DEFAULT_BATCH_SIZE,
-                progress: Progress | None) -> np.ndarray:
+    def _encode(
+        self, texts: list[str], lang: str, *, batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None
+    ) -> np.ndarray:
         base = self.base.encode(texts, lang, batch_size=batch_size, progress=progress)
         return self.model.transform(base, self.side(lang))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the adapter atomically (the base encoder is referred to by its registry name)."""
         tmp = Path(f"{path}.tmp")
-        torch.save({"base": self.base.name, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
-                    "adapter": self.model.state()}, tmp)
+        torch.save(
+            {
+                "base": self.base.name,
+                "src_lang": self.src_lang,
+                "tgt_lang": self.tgt_lang,
+                "adapter": self.model.state(),
+            },
+            tmp,
+        )
         os.replace(tmp, path)
 
     @classmethod

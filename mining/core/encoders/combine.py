@@ -70,8 +70,11 @@ def save_combination(path: str | os.PathLike[str], members: Sequence[tuple[str, 
             raise ValueError(f"weights must be positive, got {weight} for {name!r}")
         if member_path is not None:
             absolute = Path(member_path).resolve()
-            member_path = (str(absolute.relative_to(path.parent.resolve()))
-                           if absolute.is_relative_to(path.parent.resolve()) else str(absolute))
+            member_path = (
+                str(absolute.relative_to(path.parent.resolve()))
+                if absolute.is_relative_to(path.parent.resolve())
+                else str(absolute)
+            )
         rows.append({"name": name, "path": member_path, "weight": float(weight)})
     tmp = Path(f"{path}.tmp")
     tmp.write_text(json.dumps({"members": rows}, indent=1))

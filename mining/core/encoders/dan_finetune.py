@@ -81,8 +81,9 @@ class FineTuneResult:
     n_val_hard_negatives: int
 
 
-def split_validation(n_pos: int, n_hard: int, share: float, seed: int, minimum: int = 5
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def split_validation(
+    n_pos: int, n_hard: int, share: float, seed: int, minimum: int = 5
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Seeded split of positives and hard negatives into train and validation rows (same share of each).
 
     Returns:
@@ -154,8 +155,9 @@ def fine_tune_dan(
         The chosen weights with the validation curve and the split sizes.
     """
     cfg = config or FineTuneConfig()
-    tp, vp, th, vh = split_validation(len(pos_pairs), len(hard_negative_pairs), cfg.validation_share, cfg.seed,
-                                      cfg.min_validation)
+    tp, vp, th, vh = split_validation(
+        len(pos_pairs), len(hard_negative_pairs), cfg.validation_share, cfg.seed, cfg.min_validation
+    )
     train_pos = [pos_pairs[i] for i in tp] + list(replay_pairs)
     train_hard = [hard_negative_pairs[i] for i in th] if cfg.hard_negatives else []
     val_pos, val_hard = [pos_pairs[i] for i in vp], [hard_negative_pairs[i] for i in vh]
@@ -204,8 +206,9 @@ def fine_tune_dan(
         model.load_state_dict(encoder.model.state_dict())
     else:
         model.load_state_dict(best_state)
-    return FineTuneResult(wrap(model), best_epoch, tuple(curve), len(tp), len(train_hard), len(replay_pairs), len(vp),
-                          len(vh))
+    return FineTuneResult(
+        wrap(model), best_epoch, tuple(curve), len(tp), len(train_hard), len(replay_pairs), len(vp), len(vh)
+    )
 
 
 def _fine_tune_loss(
@@ -228,6 +231,12 @@ def _fine_tune_loss(
         known[None, :] & corpus.is_gold(sid[:, None], np.where(known, hard_t_id, 0)[None, :])
     )
     return additive_margin_softmax_loss(
-        u, v, config.margin, config.scale, True, extra, exclude=exclude,
+        u,
+        v,
+        config.margin,
+        config.scale,
+        True,
+        extra,
+        exclude=exclude,
         extra_exclude=torch.from_numpy(extra_exclude) if extra_exclude.any() else None,
     )

@@ -95,8 +95,9 @@ class FeatureHasher:
             the sentence's words and bigrams (empty: none).
     """
 
-    def __init__(self, n_buckets: int, max_cache: int = 2_000_000, *, bigrams: bool = True,
-                 char_ngrams: Sequence[int] = ()) -> None:
+    def __init__(
+        self, n_buckets: int, max_cache: int = 2_000_000, *, bigrams: bool = True, char_ngrams: Sequence[int] = ()
+    ) -> None:
         if n_buckets < 2:
             raise ValueError(f"n_buckets must be >= 2, got {n_buckets}")
         if any(int(n) < 2 for n in char_ngrams):
@@ -132,8 +133,9 @@ class FeatureHasher:
         per_token = np.fromiter(map(len, subs), dtype=np.int64, count=len(subs))
         sent_of_token = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
         sub_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(sent_of_token, weights=per_token, minlength=len(lengths)).astype(np.int64),
-                  out=sub_offsets[1:])
+        np.cumsum(
+            np.bincount(sent_of_token, weights=per_token, minlength=len(lengths)).astype(np.int64), out=sub_offsets[1:]
+        )
         sub_ids = np.concatenate(subs) if subs else np.zeros(0, dtype=np.int64)
         return _concat_rows(words, HashedBatch(sub_ids, sub_offsets))
 
@@ -184,8 +186,9 @@ class _SubwordCache(dict):
         value = np.zeros(0, dtype=np.int64)
         if len(token) > 1 and token.isalnum() and not token.isdigit():
             marked = f"<{token}>"
-            grams = [self._SALT + marked[i:i + n] for n in self._hasher.char_ngrams
-                     for i in range(len(marked) - n + 1)]
+            grams = [
+                self._SALT + marked[i : i + n] for n in self._hasher.char_ngrams for i in range(len(marked) - n + 1)
+            ]
             hashes = np.fromiter(map(self._hasher._cache.__getitem__, grams), dtype=np.uint64, count=len(grams))
             value = (hashes % np.uint64(self._hasher.n_buckets)).astype(np.int64)
         self[token] = value

@@ -19,9 +19,16 @@ class Command(BaseCommand):
         parent = MiningRun.objects.filter(pk=run_id, kind=RunKind.DOCUMENT).first()
         if parent is None:
             raise CommandError(f"run {run_id} is not a document run")
-        run = run_create(kind=RunKind.ALIGN, parent=parent, src_corpus=parent.src_corpus,
-                         tgt_corpus=parent.tgt_corpus, src_lang=parent.src_lang, tgt_lang=parent.tgt_lang,
-                         params={"threshold": threshold}, enqueue=run_async)
+        run = run_create(
+            kind=RunKind.ALIGN,
+            parent=parent,
+            src_corpus=parent.src_corpus,
+            tgt_corpus=parent.tgt_corpus,
+            src_lang=parent.src_lang,
+            tgt_lang=parent.tgt_lang,
+            params={"threshold": threshold},
+            enqueue=run_async,
+        )
         if run_async:
             self.stdout.write(f"Alignment run {run.pk} enqueued.")
             return

@@ -11,8 +11,12 @@ class Command(BaseCommand):
     help = "Register a weighted combination of encoder artefacts as a new 'combined' encoder."
 
     def add_arguments(self, parser):
-        parser.add_argument("members", nargs="+", metavar="NAME[:VERSION]=WEIGHT",
-                            help="an encoder artefact (the latest version when none is given) and its weight")
+        parser.add_argument(
+            "members",
+            nargs="+",
+            metavar="NAME[:VERSION]=WEIGHT",
+            help="an encoder artefact (the latest version when none is given) and its weight",
+        )
 
     def handle(self, *args, **o):
         members = []

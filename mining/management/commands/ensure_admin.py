@@ -25,6 +25,8 @@ class Command(BaseCommand):
         settings.PCAPP_DATA_DIR.mkdir(parents=True, exist_ok=True)
         secret_file.write_text(password + "\n")
         secret_file.chmod(0o600)
-        self.stdout.write(self.style.SUCCESS(
-            f"Created admin account: log in as '{username}' with password '{password}' (also in {secret_file})."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Created admin account: log in as '{username}' with password '{password}' (also in {secret_file})."
+            )
+        )

@@ -35,8 +35,11 @@ class Command(BaseCommand):
         corpus = Corpus.objects.filter(name=o["corpus"]).first()
         if corpus is None:
             raise CommandError(f"no corpus named '{o['corpus']}'")
-        artefact = (Artefact.objects.filter(pk=o["encoder"], kind=ArtefactKind.ENCODER).first() if o["encoder"]
-                    else encoder_default())
+        artefact = (
+            Artefact.objects.filter(pk=o["encoder"], kind=ArtefactKind.ENCODER).first()
+            if o["encoder"]
+            else encoder_default()
+        )
         if artefact is None:
             raise CommandError(f"no encoder artefact {o['encoder']}")
         encoder = load_encoder(artefact)
@@ -47,9 +50,11 @@ class Command(BaseCommand):
             results = evaluate_corpus(pairs, encoder.encode, models, noise=Noise(o["noise"]), window=o["window"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        title = (f"{corpus.name} {o['src']}-{o['tgt']}, sentence encoder {artefact}: P@N (%) of "
-                 f"{pairs.src.n_docs} source documents over all {pairs.tgt.n_docs} target documents "
-                 f"({time.perf_counter() - t0:.0f} s)")
+        title = (
+            f"{corpus.name} {o['src']}-{o['tgt']}, sentence encoder {artefact}: P@N (%) of "
+            f"{pairs.src.n_docs} source documents over all {pairs.tgt.n_docs} target documents "
+            f"({time.perf_counter() - t0:.0f} s)"
+        )
         self.stdout.write(format_table(results, title))
 
     def _models(self, o, encoder, encoder_pk: int) -> Models:
@@ -60,13 +65,29 @@ class Command(BaseCommand):
             if train.name == o["corpus"]:
                 raise CommandError("--train-corpus must differ from the evaluated corpus")
             tp = corpus_pairs(train, o["src"], o["tgt"])
-            return train_models(tp.src.embedded(encoder.encode), tp.paired_tgt.embedded(encoder.encode),
-                                hide_config=HideConfig(epochs=o["epochs"]), seed=o["seed"], bow=not o["no_bow"])
-        latest = (Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name="hide", src_lang=o["src"],
-                                          tgt_lang=o["tgt"], params__encoder=encoder_pk).order_by("-version").first())
+            return train_models(
+                tp.src.embedded(encoder.encode),
+                tp.paired_tgt.embedded(encoder.encode),
+                hide_config=HideConfig(epochs=o["epochs"]),
+                seed=o["seed"],
+                bow=not o["no_bow"],
+            )
+        latest = (
+            Artefact.objects.filter(
+                kind=ArtefactKind.DOC_MODEL,
+                name="hide",
+                src_lang=o["src"],
+                tgt_lang=o["tgt"],
+                params__encoder=encoder_pk,
+            )
+            .order_by("-version")
+            .first()
+        )
         if latest is None:
-            self.stdout.write("No --train-corpus and no HiDE model trained for this pair over this sentence encoder: "
-                              "HiDE and Document BoW rows are left out.")
+            self.stdout.write(
+                "No --train-corpus and no HiDE model trained for this pair over this sentence encoder: "
+                "HiDE and Document BoW rows are left out."
+            )
             return Models()
         model = HideModel.load(artefact_path(latest))
         return Models({model.config.pooling: model}, None)

@@ -9,8 +9,10 @@ from mining.services.evaluation import bucc_from_corpus, evaluate_corpus, format
 
 
 class Command(BaseCommand):
-    help = ("Hide a corpus's gold pairs among non-parallel sentences (about 2-5 % parallel), mine with every "
-            "margin x strategy, print P/R/F1 at the F1-best threshold and the gold-only P@1.")
+    help = (
+        "Hide a corpus's gold pairs among non-parallel sentences (about 2-5 % parallel), mine with every "
+        "margin x strategy, print P/R/F1 at the F1-best threshold and the gold-only P@1."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("corpus")
@@ -20,8 +22,12 @@ class Command(BaseCommand):
         parser.add_argument("--share", type=float, default=0.04, help="parallel share of the test set")
         parser.add_argument("--n-gold", type=int, default=None, help="number of gold pairs to hide")
         parser.add_argument("--min-words", type=int, default=5)
-        parser.add_argument("--k", type=comma_ints(minimum=1), default=[4],
-                            help="margin neighbourhood size, or several separated by commas (4,16): each is scored")
+        parser.add_argument(
+            "--k",
+            type=comma_ints(minimum=1),
+            default=[4],
+            help="margin neighbourhood size, or several separated by commas (4,16): each is scored",
+        )
         parser.add_argument("--seed", type=int, default=0)
 
     def handle(self, *args, **o):
@@ -36,8 +42,15 @@ class Command(BaseCommand):
             if artefact is None:
                 raise CommandError(f"no encoder '{o['encoder']}'")
         try:
-            bucc = bucc_from_corpus(corpus, o["src"], o["tgt"], parallel_share=o["share"], n_gold=o["n_gold"],
-                                    min_words=o["min_words"], seed=o["seed"])
+            bucc = bucc_from_corpus(
+                corpus,
+                o["src"],
+                o["tgt"],
+                parallel_share=o["share"],
+                n_gold=o["n_gold"],
+                min_words=o["min_words"],
+                seed=o["seed"],
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         if len(bucc.gold) == 0:

@@ -8,8 +8,10 @@ from mining.services.imports import import_execute, import_job_create, import_jo
 
 
 class Command(BaseCommand):
-    help = ("Import a corpus: tsv FILE... | moses SRC_FILE TGT_FILE | tmx FILE... | po FILE... | jsonl FILE... | "
-            "folder DIR. Aligned formats need --src/--tgt (po: --src defaults to en, --tgt to the file's Language).")
+    help = (
+        "Import a corpus: tsv FILE... | moses SRC_FILE TGT_FILE | tmx FILE... | po FILE... | jsonl FILE... | "
+        "folder DIR. Aligned formats need --src/--tgt (po: --src defaults to en, --tgt to the file's Language)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="corpus name")
@@ -37,8 +39,10 @@ class Command(BaseCommand):
         if job.status != JobStatus.SUCCEEDED:
             raise CommandError(job.error)
         s = job.stats
-        self.stdout.write(self.style.SUCCESS(
-            f"Imported corpus '{name}': {s['documents']} documents, {s['sentences']} sentences, "
-            f"{s['gold_sentence_pairs']} gold sentence pairs, {s['gold_document_pairs']} gold document pairs; "
-            f"skipped {s['skipped_empty_documents']} empty documents and {s['skipped_empty_pairs']} empty pairs."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Imported corpus '{name}': {s['documents']} documents, {s['sentences']} sentences, "
+                f"{s['gold_sentence_pairs']} gold sentence pairs, {s['gold_document_pairs']} gold document pairs; "
+                f"skipped {s['skipped_empty_documents']} empty documents and {s['skipped_empty_pairs']} empty pairs."
+            )
+        )

@@ -42,15 +42,23 @@ class Command(BaseCommand):
         if not paths:
             raise CommandError("no Django catalogues found for " + langs)
         job = import_job_create(
-            corpus_name=DEMO_CORPUS, fmt="po", paths=paths,
-            options={"src_lang": "en", "catalogue_names": names, "source": f"Django {django.__version__} locale/",
-                     "description": "Django's interface strings (English) with their human translations."},
+            corpus_name=DEMO_CORPUS,
+            fmt="po",
+            paths=paths,
+            options={
+                "src_lang": "en",
+                "catalogue_names": names,
+                "source": f"Django {django.__version__} locale/",
+                "description": "Django's interface strings (English) with their human translations.",
+            },
         )
         job = import_execute(job=job)
         if job.status != JobStatus.SUCCEEDED:
             raise CommandError(job.error)
         s = job.stats
-        self.stdout.write(self.style.SUCCESS(
-            f"Demo corpus '{DEMO_CORPUS}': {s['sentences']} sentences, {s['gold_sentence_pairs']} gold pairs "
-            f"in {langs}, from Django {django.__version__}'s catalogues."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Demo corpus '{DEMO_CORPUS}': {s['sentences']} sentences, {s['gold_sentence_pairs']} gold pairs "
+                f"in {langs}, from Django {django.__version__}'s catalogues."
+            )
+        )

@@ -11,8 +11,10 @@ from mining.services.runs import run_create
 
 
 class Command(BaseCommand):
-    help = ("Find parallel documents (a document run); --train first trains the document model on the corpus's gold "
-            "document pairs (Document BoW with --method bow, else HiDE).")
+    help = (
+        "Find parallel documents (a document run); --train first trains the document model on the corpus's gold "
+        "document pairs (Document BoW with --method bow, else HiDE)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("corpus")
@@ -21,10 +23,18 @@ class Command(BaseCommand):
         parser.add_argument("--tgt", required=True)
         parser.add_argument("--method", choices=METHODS, default="sentence_avg")
         parser.add_argument("--k", type=int, default=4)
-        parser.add_argument("--train", action="store_true",
-                            help="train Document BoW (--method bow) or HiDE on this corpus's gold document pairs")
-        parser.add_argument("--train-param", action="append", default=[], metavar="NAME=VALUE",
-                            help="a training setting of the document model (repeatable), e.g. epochs=10 or seed=1")
+        parser.add_argument(
+            "--train",
+            action="store_true",
+            help="train Document BoW (--method bow) or HiDE on this corpus's gold document pairs",
+        )
+        parser.add_argument(
+            "--train-param",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="a training setting of the document model (repeatable), e.g. epochs=10 or seed=1",
+        )
         parser.add_argument("--async", dest="run_async", action="store_true")
 
     def handle(self, *args, **o):
@@ -37,12 +47,27 @@ class Command(BaseCommand):
         runs = []
         if o["train"]:
             model = "bow" if o["method"] == "bow" else "hide"
-            runs.append(run_create(kind=RunKind.TRAIN_DOC_MODEL, src_corpus=corpus, src_lang=o["src"],
-                                   tgt_lang=o["tgt"], params={"model": model, **_train_params(model, o)},
-                                   enqueue=False))
-        runs.append(run_create(kind=RunKind.DOCUMENT, src_corpus=corpus, tgt_corpus=tgt_corpus, src_lang=o["src"],
-                               tgt_lang=o["tgt"], params={"method": o["method"], "k": o["k"]},
-                               enqueue=o["run_async"] and not o["train"]))
+            runs.append(
+                run_create(
+                    kind=RunKind.TRAIN_DOC_MODEL,
+                    src_corpus=corpus,
+                    src_lang=o["src"],
+                    tgt_lang=o["tgt"],
+                    params={"model": model, **_train_params(model, o)},
+                    enqueue=False,
+                )
+            )
+        runs.append(
+            run_create(
+                kind=RunKind.DOCUMENT,
+                src_corpus=corpus,
+                tgt_corpus=tgt_corpus,
+                src_lang=o["src"],
+                tgt_lang=o["tgt"],
+                params={"method": o["method"], "k": o["k"]},
+                enqueue=o["run_async"] and not o["train"],
+            )
+        )
         if o["run_async"] and not o["train"]:
             self.stdout.write(f"Document run {runs[-1].pk} enqueued.")
             return

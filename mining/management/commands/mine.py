@@ -20,8 +20,11 @@ class Command(BaseCommand):
         parser.add_argument("--knn", choices=["exact", "ivf"], default=DEFAULT_PARAMS["knn"])
         parser.add_argument("--margin", choices=["absolute", "distance", "ratio"], default=DEFAULT_PARAMS["margin"])
         parser.add_argument("--k", type=int, default=DEFAULT_PARAMS["k"])
-        parser.add_argument("--strategy", choices=["forward", "backward", "intersection", "max_score"],
-                            default=DEFAULT_PARAMS["strategy"])
+        parser.add_argument(
+            "--strategy",
+            choices=["forward", "backward", "intersection", "max_score"],
+            default=DEFAULT_PARAMS["strategy"],
+        )
         parser.add_argument("--threshold", type=float, default=None)
         parser.add_argument("--no-filters", action="store_true")
         parser.add_argument("--name", default="")
@@ -34,14 +37,26 @@ class Command(BaseCommand):
             if lang not in corpus.languages:
                 have = ", ".join(corpus.languages)
                 raise CommandError(f"corpus '{corpus}' has no '{lang}' sentences (it has: {have})")
-        params = sentence_run_params({
-            "knn": o["knn"], "margin": o["margin"], "k": o["k"], "strategy": o["strategy"],
-            "threshold": o["threshold"], "filters": not o["no_filters"],
-        })
+        params = sentence_run_params(
+            {
+                "knn": o["knn"],
+                "margin": o["margin"],
+                "k": o["k"],
+                "strategy": o["strategy"],
+                "threshold": o["threshold"],
+                "filters": not o["no_filters"],
+            }
+        )
         run = run_create(
-            kind=RunKind.SENTENCE, src_corpus=src_corpus, tgt_corpus=tgt_corpus, src_lang=o["src"],
-            tgt_lang=o["tgt"], encoder=_encoder(o["encoder"]) if o["encoder"] else None, params=params,
-            name=o["name"], enqueue=o["run_async"],
+            kind=RunKind.SENTENCE,
+            src_corpus=src_corpus,
+            tgt_corpus=tgt_corpus,
+            src_lang=o["src"],
+            tgt_lang=o["tgt"],
+            encoder=_encoder(o["encoder"]) if o["encoder"] else None,
+            params=params,
+            name=o["name"],
+            enqueue=o["run_async"],
         )
         if o["run_async"]:
             self.stdout.write(f"Run {run.pk} enqueued.")
@@ -50,9 +65,9 @@ class Command(BaseCommand):
         run.refresh_from_db()
         if run.status != "succeeded":
             raise CommandError(f"run {run.pk} {run.status}: {run.error}")
-        self.stdout.write(self.style.SUCCESS(
-            f"Run {run.pk}: {result.get('candidates', 0)} candidates; timings {run.timings}"
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(f"Run {run.pk}: {result.get('candidates', 0)} candidates; timings {run.timings}")
+        )
 
 
 def _corpus(name: str) -> Corpus:

@@ -24,6 +24,13 @@ class Command(BaseCommand):
         if MiningRun.objects.filter(kind=RunKind.SENTENCE, src_corpus=corpus).exists():
             self.stdout.write("The demo corpus already has a mining run.")
             return
-        run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, tgt_corpus=corpus, src_lang=src, tgt_lang=tgt,
-                         params=sentence_run_params({}), name=f"demo {src}-{tgt}")
+        run = run_create(
+            kind=RunKind.SENTENCE,
+            src_corpus=corpus,
+            tgt_corpus=corpus,
+            src_lang=src,
+            tgt_lang=tgt,
+            params=sentence_run_params({}),
+            name=f"demo {src}-{tgt}",
+        )
         self.stdout.write(f"Demo mining run {run.pk} ({src}-{tgt}) enqueued; watch it on the dashboard.")

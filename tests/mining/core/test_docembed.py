@@ -25,8 +25,9 @@ from mining.core.encoders.dan_train import _config_key
 from mining.core.encoders.tokenize import FeatureHasher
 from tests.mining.core.encoders.helpers import p_at_1, toy_bitext
 
-TINY = document_bow_config(n_buckets=4096, emb_dim=32, hidden=(32, 32, 48, 48), out_dim=32, batch_size=16,
-                           epochs=20, lr=3e-3, emb_lr=5e-2)
+TINY = document_bow_config(
+    n_buckets=4096, emb_dim=32, hidden=(32, 32, 48, 48), out_dim=32, batch_size=16, epochs=20, lr=3e-3, emb_lr=5e-2
+)
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +42,7 @@ def _toy_documents(n_docs: int, seed: int) -> tuple[list[str], list[str]]:
     """Documents of 4 toy sentences; the target document holds their translations in a shuffled sentence order."""
     src, tgt = toy_bitext(4 * n_docs, seed=seed, vocab=300)
     order = np.random.default_rng(seed).permutation(4)
-    src_docs = [" ".join(src[4 * i:4 * i + 4]) for i in range(n_docs)]
+    src_docs = [" ".join(src[4 * i : 4 * i + 4]) for i in range(n_docs)]
     tgt_docs = [" ".join(tgt[4 * i + j] for j in order) for i in range(n_docs)]
     return src_docs, tgt_docs
 
@@ -138,9 +139,11 @@ def test_training_is_seeded_and_unigram_only_whatever_the_config():
 
 
 def test_importing_docembed_loads_no_django_or_celery():
-    code = ("import sys, mining.core.docembed\n"
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in {'django', 'celery', 'pcapp', 'annotation'})\n"
-            "assert not bad, bad\n")
+    code = (
+        "import sys, mining.core.docembed\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in {'django', 'celery', 'pcapp', 'annotation'})\n"
+        "assert not bad, bad\n"
+    )
     root = Path(__file__).resolve().parents[3]
     result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

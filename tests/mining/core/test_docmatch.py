@@ -57,8 +57,16 @@ def test_hide_learns_to_match_documents_and_round_trips(tmp_path, pooling):
     s, so, t, to = _docs(300, 1, rot)
     # crops=0: these targets shuffle their sentences, so proportional crops would not be parallel; skip=False: the
     # paper's tower (the skip variant has its own test below)
-    cfg = HideConfig(hidden=(32, 32, 48, 48), batch_size=50, epochs=30, lr=3e-3, pooling=pooling.value, margin=0.3,
-                     crops=0, skip=False)
+    cfg = HideConfig(
+        hidden=(32, 32, 48, 48),
+        batch_size=50,
+        epochs=30,
+        lr=3e-3,
+        pooling=pooling.value,
+        margin=0.3,
+        crops=0,
+        skip=False,
+    )
     model = train_hide(s, so, t, to, config=cfg, seed=0)
     s2, so2, t2, to2 = _docs(100, 2, rot)
     u, v = model.embed(s2, so2, "src"), model.embed(t2, to2, "tgt")
@@ -147,7 +155,7 @@ def test_hide_with_skip_learns_to_match_documents():
     s, so, t, to = _docs(300, 1, rot)
     cfg = HideConfig(hidden=(32, 32, 48, 48), batch_size=50, epochs=30, lr=3e-3, margin=0.3, crops=0, skip=True)
     model = train_hide(s[: so[200]], so[:201], t[: to[200]], to[:201], config=cfg, seed=0)
-    test_s, test_t = s[so[200]:], t[to[200]:]
+    test_s, test_t = s[so[200] :], t[to[200] :]
     u = model.embed(test_s, so[200:] - so[200], "src")
     v = model.embed(test_t, to[200:] - to[200], "tgt")
     before = sentence_avg(test_s, so[200:] - so[200]) @ sentence_avg(test_t, to[200:] - to[200]).T

@@ -9,8 +9,16 @@ def test_hand_example():
     # Two source sentences (doc 0, positions 0 and 1), three target sentences in docs 0, 0, 1.
     ids = np.array([[0, 2], [1, -1]])
     sims = np.array([[0.8, 0.2], [0.6, 0.0]])
-    scores = sentence_vote(ids, sims, np.array([0, 0]), np.array([0, 1]), np.array([0, 0, 1]), np.array([0, 1, 0]),
-                           n_tgt_docs=2, form=VoteForm.PAPER)
+    scores = sentence_vote(
+        ids,
+        sims,
+        np.array([0, 0]),
+        np.array([0, 1]),
+        np.array([0, 0, 1]),
+        np.array([0, 1, 0]),
+        n_tgt_docs=2,
+        form=VoteForm.PAPER,
+    )
     # doc 0 <- (x0,y0): -1 + 5*0.9 - 0 = 3.5 ; (x1,y1): -1 + 5*0.8 - 0 = 3.0  -> 6.5 from 2 votes
     # doc 1 <- (x0,y2): -2 + 5*0.6 - 2*0 = 1.0
     assert list(scores.tgt_doc) == [0, 1]
@@ -27,8 +35,9 @@ def test_matches_a_slow_reference_on_random_input():
     sd, sp = rng.integers(0, docs, n_src), rng.integers(0, 10, n_src)
     td, tp = rng.integers(0, docs, n_tgt), rng.integers(0, 10, n_tgt)
     conf = rng.uniform(size=(n_src, n))
-    got = sentence_vote(ids, sims, sd, sp, td, tp, n_tgt_docs=docs, confidence=conf, w1=3.0, w2=-0.5,
-                        form=VoteForm.PAPER)
+    got = sentence_vote(
+        ids, sims, sd, sp, td, tp, n_tgt_docs=docs, confidence=conf, w1=3.0, w2=-0.5, form=VoteForm.PAPER
+    )
     ref: dict[tuple[int, int], float] = {}
     for i in range(n_src):
         for r in range(n):
@@ -66,10 +75,19 @@ def test_counted_form_rewards_the_document_with_more_votes():
     ids = np.array([[0, 8], [2, 9], [5, 8], [7, 9], [8, 0]])
     sims = np.full((5, 2), 0.2)
     src_off, tgt_off = np.array([0, 4, 5]), np.array([0, 8, 10])
-    paper = sentence_vote(ids, sims, src_doc, document_positions(src_off, VoteForm.PAPER), tgt_doc,
-                          document_positions(tgt_off, VoteForm.PAPER), n_tgt_docs=2, form=VoteForm.PAPER)
-    counted = sentence_vote(ids, sims, src_doc, document_positions(src_off), tgt_doc, document_positions(tgt_off),
-                            n_tgt_docs=2)
+    paper = sentence_vote(
+        ids,
+        sims,
+        src_doc,
+        document_positions(src_off, VoteForm.PAPER),
+        tgt_doc,
+        document_positions(tgt_off, VoteForm.PAPER),
+        n_tgt_docs=2,
+        form=VoteForm.PAPER,
+    )
+    counted = sentence_vote(
+        ids, sims, src_doc, document_positions(src_off), tgt_doc, document_positions(tgt_off), n_tgt_docs=2
+    )
     assert paper.best().tgt_doc[0] == 1
     assert counted.best().tgt_doc[0] == 0
     # counted vote of (x0, y0): (2 + 1) - 1 + 5 * 0.6 - 2 * 0 = 5.0

@@ -102,18 +102,30 @@ def test_fuzzy_matches_agrees_with_a_pairwise_jaccard_oracle():
 
 
 def test_fuzzy_care_drops_near_copies_of_gold_and_distractors_whose_translation_is_on_the_other_side():
-    gold = [("HSV: this choice displays the hue in degrees", "TSV : ce choix affiche la teinte en degrés"),
-            ("the second gold sentence is right here", "la deuxième phrase d'or est juste ici")]
-    src_d = ["This choice displays the hue in degrees and more",   # near-copy of a gold source
-             "a plain English distractor about something else",
-             "the layer menu holds many useful commands"]
-    tgt_d = ["une phrase cible ordinaire sur autre chose",
-             "le menu calque contient beaucoup de commandes utiles",  # translates src_d[2]
-             "une autre phrase cible tout à fait ordinaire"]
-    src_shadows = [["ce choix affiche la teinte en degrés et plus"], ["un distracteur anglais sur autre chose"],
-                   ["le menu calque contient beaucoup de commandes utiles"]]
-    tgt_shadows = [["an ordinary target sentence about another thing"],
-                   ["the layer menu holds many useful commands"], ["another quite ordinary target sentence"]]
+    gold = [
+        ("HSV: this choice displays the hue in degrees", "TSV : ce choix affiche la teinte en degrés"),
+        ("the second gold sentence is right here", "la deuxième phrase d'or est juste ici"),
+    ]
+    src_d = [
+        "This choice displays the hue in degrees and more",  # near-copy of a gold source
+        "a plain English distractor about something else",
+        "the layer menu holds many useful commands",
+    ]
+    tgt_d = [
+        "une phrase cible ordinaire sur autre chose",
+        "le menu calque contient beaucoup de commandes utiles",  # translates src_d[2]
+        "une autre phrase cible tout à fait ordinaire",
+    ]
+    src_shadows = [
+        ["ce choix affiche la teinte en degrés et plus"],
+        ["un distracteur anglais sur autre chose"],
+        ["le menu calque contient beaucoup de commandes utiles"],
+    ]
+    tgt_shadows = [
+        ["an ordinary target sentence about another thing"],
+        ["the layer menu holds many useful commands"],
+        ["another quite ordinary target sentence"],
+    ]
     plain = build_bucc(gold, src_d, tgt_d, seed=0)
     assert len(plain.src_texts) == 5 and len(plain.tgt_texts) == 5
     careful = build_bucc(gold, src_d, tgt_d, seed=0, fuzzy=0.5, src_shadows=src_shadows, tgt_shadows=tgt_shadows)

@@ -20,11 +20,14 @@ def command(*args: str) -> str:
     return out.getvalue()
 
 
-@pytest.mark.parametrize("args, sentences", [
-    (["tsv", str(DATA / "admin-en-fr.tsv"), "--src", "en", "--tgt", "fr"], 80),
-    (["moses", str(DATA / "admin.en"), str(DATA / "admin.fr"), "--src", "en", "--tgt", "fr"], 80),
-    (["tmx", str(DATA / "admin-en-de.tmx"), "--src", "en", "--tgt", "de"], 50),
-])
+@pytest.mark.parametrize(
+    "args, sentences",
+    [
+        (["tsv", str(DATA / "admin-en-fr.tsv"), "--src", "en", "--tgt", "fr"], 80),
+        (["moses", str(DATA / "admin.en"), str(DATA / "admin.fr"), "--src", "en", "--tgt", "fr"], 80),
+        (["tmx", str(DATA / "admin-en-de.tmx"), "--src", "en", "--tgt", "de"], 50),
+    ],
+)
 def test_aligned_formats_from_the_command_line(args, sentences):
     out = command("cli", *args)
     corpus = Corpus.objects.get(name="cli")
@@ -53,8 +56,17 @@ def test_into_adds_documents_and_a_failed_into_leaves_the_corpus_as_it_was():
     n_docs = Document.objects.filter(corpus=corpus).count()
     assert len(before) == 130
     with pytest.raises(CommandError, match=r"admin-short\.fr.*has 37"):
-        command("grow", "moses", str(DATA / "admin.en"), str(DATA / "admin-short.fr"), "--src", "en", "--tgt",
-                "it", "--into")
+        command(
+            "grow",
+            "moses",
+            str(DATA / "admin.en"),
+            str(DATA / "admin-short.fr"),
+            "--src",
+            "en",
+            "--tgt",
+            "it",
+            "--into",
+        )
     assert list(Sentence.objects.filter(corpus=corpus).order_by("id").values_list("id", "text")) == before
     assert Document.objects.filter(corpus=corpus).count() == n_docs
     corpus.refresh_from_db()

@@ -20,8 +20,12 @@ def run_import(name: str, fmt: str, *paths: str | Path, **options) -> ImportJob:
 
 
 def counts() -> tuple[int, int, int, int]:
-    return (Corpus.objects.count(), Document.objects.count(), Sentence.objects.count(),
-            GoldSentencePair.objects.count())
+    return (
+        Corpus.objects.count(),
+        Document.objects.count(),
+        Sentence.objects.count(),
+        GoldSentencePair.objects.count(),
+    )
 
 
 def lines(path: Path) -> list[str]:
@@ -58,10 +62,13 @@ def test_tmx_streams_units_and_matches_region_subtags():
     assert job.stats["gold_sentence_pairs"] == 25
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("malformed.tmx", "malformed TMX"),
-    ("missing-lang.tmx", "<tu> #1 (tuid '0')"),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("malformed.tmx", "malformed TMX"),
+        ("missing-lang.tmx", "<tu> #1 (tuid '0')"),
+    ],
+)
 def test_bad_tmx_names_the_element_and_writes_nothing(name, expected):
     before = counts()
     job = run_import("tmx-bad", "tmx", DATA / name, src_lang="en", tgt_lang="de")
@@ -82,17 +89,22 @@ def test_jsonl_documents_split_and_presplit_with_empty_documents_counted():
     assert job.stats["skipped_empty_documents"] == 1
     presplit = Document.objects.get(external_id="presplit")
     assert list(presplit.sentences.order_by("position").values_list("text", flat=True)) == [
-        "Log in again.", "Change password"]
+        "Log in again.",
+        "Change password",
+    ]
     doc = Document.objects.get(external_id="admin-help-0", lang="en")
     assert doc.n_sentences >= 2 and doc.url.endswith("/en/0") and doc.title == "Admin help 0"
     # Documents sharing an id across languages are known translations.
     assert GoldDocumentPair.objects.filter(corpus__name="jsonl").count() == 3 * 3
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("malformed.jsonl", "line 3: not valid JSON"),
-    ("unknown-lang.jsonl", "unknown language code 'qq'"),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("malformed.jsonl", "line 3: not valid JSON"),
+        ("unknown-lang.jsonl", "unknown language code 'qq'"),
+    ],
+)
 def test_bad_jsonl_names_the_line_and_writes_nothing(name, expected):
     before = counts()
     job = run_import("jsonl-bad", "jsonl", DATA / name)
@@ -118,12 +130,20 @@ def test_not_utf8_names_file_and_line_and_existing_corpus_keeps_its_rows():
 
 def test_unknown_language_and_size_limit_are_refused_before_reading(settings):
     with pytest.raises(ImportFailure, match="unknown language code 'zz'"):
-        import_job_create(corpus_name="x", fmt="tsv", paths=[str(DATA / "admin-en-fr.tsv")],
-                          options={"src_lang": "en", "tgt_lang": "zz"})
+        import_job_create(
+            corpus_name="x",
+            fmt="tsv",
+            paths=[str(DATA / "admin-en-fr.tsv")],
+            options={"src_lang": "en", "tgt_lang": "zz"},
+        )
     settings.PCAPP_MAX_UPLOAD_BYTES = 100
     with pytest.raises(ImportFailure, match="over the limit of 100 bytes"):
-        import_job_create(corpus_name="x", fmt="tsv", paths=[str(DATA / "admin-en-fr.tsv")],
-                          options={"src_lang": "en", "tgt_lang": "fr"})
+        import_job_create(
+            corpus_name="x",
+            fmt="tsv",
+            paths=[str(DATA / "admin-en-fr.tsv")],
+            options={"src_lang": "en", "tgt_lang": "fr"},
+        )
     assert ImportJob.objects.count() == 0
 
 
@@ -146,8 +166,10 @@ def test_many_small_batches_write_every_sentence_with_its_language_id():
     job = run_import("batched", "tsv", DATA / "admin-en-fr.tsv", src_lang="en", tgt_lang="fr", batch_size=7)
     assert job.status == JobStatus.SUCCEEDED, job.error
     rows = [line.split("\t") for line in lines(DATA / "admin-en-fr.tsv")[1:]]
-    pairs = [(p.src.text, p.tgt.text, p.src.position, p.tgt.position)
-             for p in GoldSentencePair.objects.select_related("src", "tgt").order_by("src__position")]
+    pairs = [
+        (p.src.text, p.tgt.text, p.src.position, p.tgt.position)
+        for p in GoldSentencePair.objects.select_related("src", "tgt").order_by("src__position")
+    ]
     assert pairs == [(a, b, i, i) for i, (a, b) in enumerate(rows)]
     from mining.ingest.langid import detect
 

@@ -20,8 +20,13 @@ def real_sentences() -> list[str]:
     texts = []
     for line in (DATA / "admin-en-fr.tsv").read_text(encoding="utf-8").splitlines()[1:]:
         texts.extend(line.split("\t"))
-    texts += ["DIE KATZE SITZT AUF DER MATTE UND SCHLÄFT.", "Il était une fois " * 60, "Привет, как дела?",
-              "これは日本語の文です。", "¿Dónde está la biblioteca?"]
+    texts += [
+        "DIE KATZE SITZT AUF DER MATTE UND SCHLÄFT.",
+        "Il était une fois " * 60,
+        "Привет, как дела?",
+        "これは日本語の文です。",
+        "¿Dónde está la biblioteca?",
+    ]
     return texts
 
 

@@ -22,8 +22,14 @@ from tests.mining.services.test_mining_runs import PAIRS, _corpus
 def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user_model):
     corpus = _corpus("calib")
     # Mine with a sentence side that has distractors too, so there are GOOD and BAD candidates.
-    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                     params={"k": 3, "filters": False, "strategy": "forward"}, enqueue=False)
+    run = run_create(
+        kind=RunKind.SENTENCE,
+        src_corpus=corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"k": 3, "filters": False, "strategy": "forward"},
+        enqueue=False,
+    )
     execute_run_service(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED, run.error
@@ -40,8 +46,13 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
         label_submit(campaign=campaign, reviewer=reviewer, item_id=item.pk, verdict="GOOD" if good else "BAD")
         n += 1
     # 12 labels are too few: the run fails with a clear message.
-    cal = run_create(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"campaign": campaign.pk,
-                                                                                     "method": "platt"}, enqueue=False)
+    cal = run_create(
+        kind=RunKind.CALIBRATE,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"campaign": campaign.pk, "method": "platt"},
+        enqueue=False,
+    )
     execute_run_service(run=cal)
     cal.refresh_from_db()
     assert cal.status == JobStatus.FAILED and "needs at least 20" in cal.error
@@ -51,17 +62,25 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
     for k in range(2):
         other = django_user_model.objects.create_user(f"cal{k}", password="pw-cal-1234")
         for c in SentencePairCandidate.objects.filter(run=run).select_related("src", "tgt"):
-            label_pair(reviewer=other, sentence_pair_id=c.pk,
-                       verdict="GOOD" if gold.get(c.src.text) == c.tgt.text and c.rank % 3 else "BAD")
-    cal = run_create(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"method": "platt"},
-                     enqueue=False)
+            label_pair(
+                reviewer=other,
+                sentence_pair_id=c.pk,
+                verdict="GOOD" if gold.get(c.src.text) == c.tgt.text and c.rank % 3 else "BAD",
+            )
+    cal = run_create(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"method": "platt"}, enqueue=False)
     execute_run_service(run=cal)
     cal.refresh_from_db()
     assert cal.status == JobStatus.SUCCEEDED, cal.error
     artefact = Artefact.objects.get(kind=ArtefactKind.CALIBRATION)
     assert artefact.version == 1 and set(artefact.metrics["cross_validated"]) == {"head", "platt", "isotonic"}
-    apply = run_create(kind=RunKind.APPLY_CALIBRATION, parent=run, src_lang="en", tgt_lang="fr",
-                       params={"calibration": artefact.pk}, enqueue=False)
+    apply = run_create(
+        kind=RunKind.APPLY_CALIBRATION,
+        parent=run,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"calibration": artefact.pk},
+        enqueue=False,
+    )
     execute_run_service(run=apply)
     apply.refresh_from_db()
     assert apply.status == JobStatus.SUCCEEDED, apply.error
@@ -69,8 +88,15 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
     assert all(c.calibration_id == artefact.pk and 0 <= c.confidence <= 1 for c in cands)
     # Platt scaling is monotone in the score.
     assert all(a.confidence >= b.confidence - 1e-9 for a, b in zip(cands, cands[1:], strict=False))
-    setting = threshold_apply(src_lang="en", tgt_lang="fr", threshold=0.5, target_precision=0.95,
-                              estimated_precision=0.96, calibration=artefact, user=reviewer)
+    setting = threshold_apply(
+        src_lang="en",
+        tgt_lang="fr",
+        threshold=0.5,
+        target_precision=0.95,
+        estimated_precision=0.96,
+        calibration=artefact,
+        user=reviewer,
+    )
     assert LanguagePairSetting.objects.get() == setting
 
 
@@ -92,8 +118,9 @@ def test_calibration_page_threshold_panel_and_apply(staff_client, django_user_mo
     panel = staff_client.get(reverse("calibration", args=[src, tgt]) + "?target=0.95", headers={"HX-Request": "true"})
     body = panel.content.decode()
     assert "<html" not in body and "keeps <strong>6</strong>" in body and "1.5000" in body
-    staff_client.post(reverse("calibration-apply", args=[src, tgt]), {"threshold": "1.5", "target": "0.95",
-                                                                      "estimate": "1.0"})
+    staff_client.post(
+        reverse("calibration-apply", args=[src, tgt]), {"threshold": "1.5", "target": "0.95", "estimate": "1.0"}
+    )
     assert LanguagePairSetting.objects.get(src_lang=src).threshold == 1.5
     assert Artefact.objects.filter(kind=ArtefactKind.CALIBRATION).count() == 0
 
@@ -111,20 +138,31 @@ def test_calibration_trains_on_uncertain_labels_that_threshold_estimates_leave_o
     from mining.services.calibration import labelled_pairs, threshold_labels
 
     corpus = _corpus("active")
-    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                     params={"k": 3, "filters": False, "strategy": "forward"}, enqueue=False)
+    run = run_create(
+        kind=RunKind.SENTENCE,
+        src_corpus=corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"k": 3, "filters": False, "strategy": "forward"},
+        enqueue=False,
+    )
     execute_run_service(run=run)
     cands = list(SentencePairCandidate.objects.filter(run=run).order_by("rank"))
     for c in cands:  # as if a calibration had been applied
         SentencePairCandidate.objects.filter(pk=c.pk).update(confidence=1.0 - c.rank / (len(cands) + 1))
     LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=cands[len(cands) // 2].score)
     reviewer = django_user_model.objects.create_user("act", password="pw-act-1234")
-    campaign = campaign_create(name="act", runs=[run], reviewers=[reviewer], sampler=Sampler.STRATIFIED, bands=2,
-                               sample_size=6, n_uncertain=4)
+    campaign = campaign_create(
+        name="act", runs=[run], reviewers=[reviewer], sampler=Sampler.STRATIFIED, bands=2, sample_size=6, n_uncertain=4
+    )
     gold = {en: fr for en, fr in PAIRS}
     while (item := item_claim(campaign=campaign, reviewer=reviewer)[0]) is not None:
-        label_submit(campaign=campaign, reviewer=reviewer, item_id=item.pk,
-                     verdict="GOOD" if gold.get(item.src.text) == item.tgt.text else "BAD")
+        label_submit(
+            campaign=campaign,
+            reviewer=reviewer,
+            item_id=item.pk,
+            verdict="GOOD" if gold.get(item.src.text) == item.tgt.text else "BAD",
+        )
     drawn_by = dict(CampaignItem.objects.filter(campaign=campaign).values_list("sentence_pair_id", "sampler"))
     data = labelled_pairs(src_lang="en", tgt_lang="fr", campaign_id=campaign.pk)
     assert len(data.labels) == 10 and data.u.shape[0] == 10  # the calibration model trains on every label

@@ -27,8 +27,7 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "import"
 
 @pytest.fixture
 def corpus():
-    job = import_execute(job=import_job_create(corpus_name="docs", fmt="jsonl",
-                                               paths=[str(DATA / "admin-docs.jsonl")]))
+    job = import_execute(job=import_job_create(corpus_name="docs", fmt="jsonl", paths=[str(DATA / "admin-docs.jsonl")]))
     assert job.status == JobStatus.SUCCEEDED, job.error
     return job.corpus
 
@@ -44,8 +43,9 @@ def _run(**kw):
 @pytest.mark.django_db
 @pytest.mark.parametrize("method", ["sentence_avg", "sentence_vote", "count"])
 def test_document_methods_match_the_translated_documents(corpus, method):
-    run = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-               params={"method": method, "k": 2})
+    run = _run(
+        kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": method, "k": 2}
+    )
     pairs = list(DocumentPairCandidate.objects.filter(run=run).select_related("src", "tgt"))
     assert pairs and all(p.evidence for p in pairs)
     correct = sum(p.src.external_id == p.tgt.external_id for p in pairs)
@@ -54,11 +54,17 @@ def test_document_methods_match_the_translated_documents(corpus, method):
 
 @pytest.mark.django_db
 def test_hide_training_then_matching_and_alignment(corpus):
-    _run(kind=RunKind.TRAIN_DOC_MODEL, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-         params={"epochs": 2, "batch_size": 2, "hidden": [32, 32, 48, 48]})
+    _run(
+        kind=RunKind.TRAIN_DOC_MODEL,
+        src_corpus=corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"epochs": 2, "batch_size": 2, "hidden": [32, 32, 48, 48]},
+    )
     assert Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name="hide").count() == 1
-    docs = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "hide",
-                                                                                               "k": 2})
+    docs = _run(
+        kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "hide", "k": 2}
+    )
     assert DocumentPairCandidate.objects.filter(run=docs).exists()
     align = _run(kind=RunKind.ALIGN, parent=docs, src_corpus=corpus, src_lang="en", tgt_lang="fr")
     cands = SentencePairCandidate.objects.filter(run=align)
@@ -70,13 +76,24 @@ def test_hide_training_then_matching_and_alignment(corpus):
 def test_hide_training_holds_out_validation_pairs_and_records_the_kept_epoch(tmp_path):
     docs = [json.loads(line) for line in (DATA / "admin-docs.jsonl").read_text(encoding="utf-8").splitlines()]
     doubled = tmp_path / "doubled.jsonl"  # each en-fr pair twice, the copy with its text cut short: 6 pairs, 2 held out
-    doubled.write_text("".join(json.dumps(d) + "\n" for d in docs) + "".join(
-        json.dumps({**d, "id": f"{d['id']}-2", "text": d["text"][: len(d["text"]) // 2 + 1]}) + "\n" for d in docs
-        if d["lang"] in ("en", "fr") and d["id"].startswith("admin-help")), encoding="utf-8")
+    doubled.write_text(
+        "".join(json.dumps(d) + "\n" for d in docs)
+        + "".join(
+            json.dumps({**d, "id": f"{d['id']}-2", "text": d["text"][: len(d["text"]) // 2 + 1]}) + "\n"
+            for d in docs
+            if d["lang"] in ("en", "fr") and d["id"].startswith("admin-help")
+        ),
+        encoding="utf-8",
+    )
     job = import_execute(job=import_job_create(corpus_name="docs2", fmt="jsonl", paths=[str(doubled)]))
     assert job.status == JobStatus.SUCCEEDED, job.error
-    train = _run(kind=RunKind.TRAIN_DOC_MODEL, src_corpus=job.corpus, src_lang="en", tgt_lang="fr",
-                 params={"epochs": 2, "batch_size": 2, "hidden": [32, 32, 48, 48], "validation": 0.34})
+    train = _run(
+        kind=RunKind.TRAIN_DOC_MODEL,
+        src_corpus=job.corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"epochs": 2, "batch_size": 2, "hidden": [32, 32, 48, 48], "validation": 0.34},
+    )
     artefact = Artefact.objects.get(kind=ArtefactKind.DOC_MODEL, name="hide")
     assert "validation_pairs" in artefact.metrics, (artefact.metrics, artefact.params)
     n_val = artefact.metrics["validation_pairs"]
@@ -86,8 +103,17 @@ def test_hide_training_holds_out_validation_pairs_and_records_the_kept_epoch(tmp
     assert train.stats["train_pairs"] == artefact.metrics["train_pairs"] == 4
 
 
-TINY_BOW = {"model": "bow", "epochs": 30, "batch_size": 2, "n_buckets": 4096, "emb_dim": 32,
-            "hidden": [32, 32, 48, 48], "out_dim": 32, "lr": 3e-3, "emb_lr": 5e-2}
+TINY_BOW = {
+    "model": "bow",
+    "epochs": 30,
+    "batch_size": 2,
+    "n_buckets": 4096,
+    "emb_dim": 32,
+    "hidden": [32, 32, 48, 48],
+    "out_dim": 32,
+    "lr": 3e-3,
+    "emb_lr": 5e-2,
+}
 
 
 @pytest.mark.django_db
@@ -98,8 +124,9 @@ def test_bow_training_then_matching(corpus):
     assert train.stats["train_pairs"] == artefact.metrics["train_pairs"] >= 2
     assert train.encoder is None  # Document BoW reads words, not sentence embeddings
     assert not Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name="hide").exists()
-    docs = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                params={"method": "bow", "k": 2})
+    docs = _run(
+        kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "bow", "k": 2}
+    )
     pairs = list(DocumentPairCandidate.objects.filter(run=docs).select_related("src", "tgt"))
     assert pairs and all(p.evidence["method"] == "bow" and "fwd_mean" in p.evidence for p in pairs)
     assert sum(p.src.external_id == p.tgt.external_id for p in pairs) >= 2
@@ -108,13 +135,20 @@ def test_bow_training_then_matching(corpus):
 
 @pytest.mark.django_db
 def test_bow_run_without_a_model_and_unknown_model_fail_clearly(corpus):
-    run = run_create(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                     params={"method": "bow"}, enqueue=False)
+    run = run_create(
+        kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "bow"}, enqueue=False
+    )
     execute_run_service(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED and "no trained Document BoW model for en-fr" in run.error
-    run = run_create(kind=RunKind.TRAIN_DOC_MODEL, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                     params={"model": "lda"}, enqueue=False)
+    run = run_create(
+        kind=RunKind.TRAIN_DOC_MODEL,
+        src_corpus=corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"model": "lda"},
+        enqueue=False,
+    )
     execute_run_service(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED and "unknown document model 'lda'" in run.error
@@ -122,8 +156,14 @@ def test_bow_run_without_a_model_and_unknown_model_fail_clearly(corpus):
 
 @pytest.mark.django_db
 def test_unknown_method_fails_clearly(corpus):
-    run = run_create(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                     params={"method": "magic"}, enqueue=False)
+    run = run_create(
+        kind=RunKind.DOCUMENT,
+        src_corpus=corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"method": "magic"},
+        enqueue=False,
+    )
     execute_run_service(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED and "unknown document method 'magic'" in run.error
@@ -145,24 +185,56 @@ def test_match_documents_bow_trains_document_bow_first(corpus):
 
     tiny = [f"{k}={json.dumps(v)}" for k, v in TINY_BOW.items() if k != "model"]
     out = StringIO()
-    call_command("match_documents", "docs", "--src", "en", "--tgt", "fr", "--method", "bow", "--train",
-                 *[arg for p in tiny for arg in ("--train-param", p)], stdout=out)
+    call_command(
+        "match_documents",
+        "docs",
+        "--src",
+        "en",
+        "--tgt",
+        "fr",
+        "--method",
+        "bow",
+        "--train",
+        *[arg for p in tiny for arg in ("--train-param", p)],
+        stdout=out,
+    )
     train, docs = MiningRun.objects.order_by("id")
     assert train.kind == RunKind.TRAIN_DOC_MODEL and train.params["model"] == "bow"
     assert train.params["n_buckets"] == 4096 and train.params["hidden"] == [32, 32, 48, 48]
     assert docs.params["method"] == "bow" and DocumentPairCandidate.objects.filter(run=docs).exists()
     assert Artefact.objects.get(kind=ArtefactKind.DOC_MODEL).name == "bow"
     with pytest.raises(CommandError, match="unknown bow training parameters: pooling"):
-        call_command("match_documents", "docs", "--src", "en", "--tgt", "fr", "--method", "bow", "--train",
-                     "--train-param", "pooling=dnn_pool")
+        call_command(
+            "match_documents",
+            "docs",
+            "--src",
+            "en",
+            "--tgt",
+            "fr",
+            "--method",
+            "bow",
+            "--train",
+            "--train-param",
+            "pooling=dnn_pool",
+        )
     with pytest.raises(CommandError, match="needs --train"):
         call_command("match_documents", "docs", "--src", "en", "--tgt", "fr", "--train-param", "epochs=1")
 
 
 @pytest.mark.django_db
 def test_run_form_offers_document_bow(corpus):
-    form = RunStartForm(data={"kind": "document", "src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr",
-                              "method": "bow", "knn": "exact", "margin": "ratio", "k": "4",
-                              "strategy": "max_score"})
+    form = RunStartForm(
+        data={
+            "kind": "document",
+            "src_corpus": corpus.pk,
+            "src_lang": "en",
+            "tgt_lang": "fr",
+            "method": "bow",
+            "knn": "exact",
+            "margin": "ratio",
+            "k": "4",
+            "strategy": "max_score",
+        }
+    )
     assert form.is_valid(), form.errors
     assert form.run_kwargs()["params"]["method"] == "bow"

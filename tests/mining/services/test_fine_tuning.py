@@ -41,10 +41,18 @@ def corpus_of(name: str, pairs: list[tuple[str, str]]) -> Corpus:
     corpus = Corpus.objects.create(name=name, languages=["en", "fr"])
     docs = {lang: Document.objects.create(corpus=corpus, lang=lang, external_id="doc") for lang in ("en", "fr")}
     for i, (en, fr) in enumerate(pairs):
-        s = Sentence.objects.create(corpus=corpus, document=docs["en"], lang="en", position=i, text=en,
-                                    norm_hash=hash(en), detected_lang="en")
-        t = Sentence.objects.create(corpus=corpus, document=docs["fr"], lang="fr", position=len(pairs) - 1 - i,
-                                    text=fr, norm_hash=hash(fr), detected_lang="fr")
+        s = Sentence.objects.create(
+            corpus=corpus, document=docs["en"], lang="en", position=i, text=en, norm_hash=hash(en), detected_lang="en"
+        )
+        t = Sentence.objects.create(
+            corpus=corpus,
+            document=docs["fr"],
+            lang="fr",
+            position=len(pairs) - 1 - i,
+            text=fr,
+            norm_hash=hash(fr),
+            detected_lang="fr",
+        )
         GoldSentencePair.objects.create(corpus=corpus, src=s, tgt=t)
     return corpus
 
@@ -60,13 +68,25 @@ def reviewed(django_user_model):
     """A small DAN trained on one corpus, a run of it on a second corpus whose candidates are all judged (GOOD when
     gold), and a third corpus held out for evaluation."""
     train = corpus_of("ft-train", PAIRS + ADMIN[:10])
-    base = executed(run_create(kind=RunKind.TRAIN_ENCODER, src_corpus=train, src_lang="en", tgt_lang="fr",
-                               params=SMALL_DAN, enqueue=False))
+    base = executed(
+        run_create(
+            kind=RunKind.TRAIN_ENCODER, src_corpus=train, src_lang="en", tgt_lang="fr", params=SMALL_DAN, enqueue=False
+        )
+    )
     assert base.status == JobStatus.SUCCEEDED, base.error
     encoder = Artefact.objects.get(pk=base.stats["artefact_id"])
     pool = corpus_of("ft-review", ADMIN[10:25])
-    mined = executed(run_create(kind=RunKind.SENTENCE, src_corpus=pool, src_lang="en", tgt_lang="fr", encoder=encoder,
-                                params={"k": 3, "filters": False, "strategy": "forward"}, enqueue=False))
+    mined = executed(
+        run_create(
+            kind=RunKind.SENTENCE,
+            src_corpus=pool,
+            src_lang="en",
+            tgt_lang="fr",
+            encoder=encoder,
+            params={"k": 3, "filters": False, "strategy": "forward"},
+            enqueue=False,
+        )
+    )
     assert mined.status == JobStatus.SUCCEEDED, mined.error
     gold = dict(ADMIN)
     reviewer = django_user_model.objects.create_user("ft", password="pw-ft-1234")
@@ -79,9 +99,17 @@ def reviewed(django_user_model):
 
 
 def fine_tune(setup: dict, **params) -> MiningRun:
-    return executed(run_create(kind=RunKind.FINE_TUNE, src_corpus=setup["train"], encoder=setup["encoder"],
-                               src_lang="en", tgt_lang="fr", enqueue=False,
-                               params={"eval_corpus": setup["eval"].pk, **FAST, **params}))
+    return executed(
+        run_create(
+            kind=RunKind.FINE_TUNE,
+            src_corpus=setup["train"],
+            encoder=setup["encoder"],
+            src_lang="en",
+            tgt_lang="fr",
+            enqueue=False,
+            params={"eval_corpus": setup["eval"].pk, **FAST, **params},
+        )
+    )
 
 
 def offered() -> set[int]:
@@ -140,8 +168,15 @@ def test_fine_tuning_that_keeps_the_starting_weights_stores_nothing(reviewed, mo
 
     def kept(encoder, *args, **kwargs):
         result = real(encoder, *args, **kwargs)
-        return FineTuneResult(encoder, 0, (0.5, 0.4), *[getattr(result, f) for f in (
-            "n_positives", "n_hard_negatives", "n_replay", "n_val_positives", "n_val_hard_negatives")])
+        return FineTuneResult(
+            encoder,
+            0,
+            (0.5, 0.4),
+            *[
+                getattr(result, f)
+                for f in ("n_positives", "n_hard_negatives", "n_replay", "n_val_positives", "n_val_hard_negatives")
+            ],
+        )
 
     monkeypatch.setattr(fine_tuning, "fine_tune_dan", kept)
     run = fine_tune(reviewed)
@@ -182,8 +217,9 @@ def test_calibration_page_starts_a_fine_tuning_run(reviewed, staff_client, revie
     assert 'action="/calibration/en-fr/fine-tune/"' in page and "ft-eval" in page
     url = reverse("calibration-fine-tune", args=["en", "fr"])
     assert reviewer_client.post(url, {"encoder": reviewed["encoder"].pk}).status_code == 403
-    response = staff_client.post(url, {"encoder": reviewed["encoder"].pk, "eval_corpus": reviewed["eval"].pk,
-                                       "campaign": "", "seed": "3"})
+    response = staff_client.post(
+        url, {"encoder": reviewed["encoder"].pk, "eval_corpus": reviewed["eval"].pk, "campaign": "", "seed": "3"}
+    )
     run = MiningRun.objects.get(kind=RunKind.FINE_TUNE)
     assert response.status_code == 302 and response["Location"] == reverse("run-detail", args=[run.pk])
     assert run.encoder == reviewed["encoder"] and run.src_corpus == reviewed["train"]

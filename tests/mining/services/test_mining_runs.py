@@ -16,8 +16,10 @@ PAIRS = [
     ("Your password has been changed successfully.", "Votre mot de passe a été modifié avec succès."),
     ("The server is not responding at the moment.", "Le serveur ne répond pas pour le moment."),
     ("Delete the selected items from the list.", "Supprimer les éléments sélectionnés de la liste."),
-    ("Search results for your query are shown below.",
-     "Les résultats de recherche pour votre requête sont affichés ci-dessous."),
+    (
+        "Search results for your query are shown below.",
+        "Les résultats de recherche pour votre requête sont affichés ci-dessous.",
+    ),
     ("The download will start in a few seconds.", "Le téléchargement commencera dans quelques secondes."),
     ("You do not have permission to view this page.", "Vous n'avez pas la permission de voir cette page."),
     ("Save your changes before closing the window.", "Enregistrez vos modifications avant de fermer la fenêtre."),
@@ -30,20 +32,28 @@ def _corpus(name: str = "mini-en-fr") -> Corpus:
     corpus = Corpus.objects.create(name=name, languages=["en", "fr"])
     docs = {lang: Document.objects.create(corpus=corpus, lang=lang, external_id="doc") for lang in ("en", "fr")}
     for i, (en, fr) in enumerate(PAIRS):
-        Sentence.objects.create(corpus=corpus, document=docs["en"], lang="en", position=i, text=en, norm_hash=hash(en),
-                                detected_lang="en")
+        Sentence.objects.create(
+            corpus=corpus, document=docs["en"], lang="en", position=i, text=en, norm_hash=hash(en), detected_lang="en"
+        )
         # The French side in another order, so position gives nothing away.
         j = len(PAIRS) - 1 - i
-        Sentence.objects.create(corpus=corpus, document=docs["fr"], lang="fr", position=j, text=fr, norm_hash=hash(fr),
-                                detected_lang="fr")
+        Sentence.objects.create(
+            corpus=corpus, document=docs["fr"], lang="fr", position=j, text=fr, norm_hash=hash(fr), detected_lang="fr"
+        )
     return corpus
 
 
 @pytest.mark.django_db
 def test_sentence_run_finds_the_translations_and_stores_evidence():
     corpus = _corpus()
-    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                     params={"k": 3, "filters": True}, enqueue=False)
+    run = run_create(
+        kind=RunKind.SENTENCE,
+        src_corpus=corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"k": 3, "filters": True},
+        enqueue=False,
+    )
 
     result = execute_run_service(run=run)
 

@@ -54,14 +54,33 @@ def test_train_encoder_command_passes_character_ngrams():
     from mining.services.encoders import load_encoder
 
     corpus = _with_gold("train-sub")
-    call_command("train_encoder", "train-sub", "--src", "en", "--tgt", "fr", "--epochs", "1", "--hard-epochs", "1",
-                 "--hard-negatives", "2", "--batch-size", "8", "--char-ngrams", "3,4")
+    call_command(
+        "train_encoder",
+        "train-sub",
+        "--src",
+        "en",
+        "--tgt",
+        "fr",
+        "--epochs",
+        "1",
+        "--hard-epochs",
+        "1",
+        "--hard-negatives",
+        "2",
+        "--batch-size",
+        "8",
+        "--char-ngrams",
+        "3,4",
+    )
     artefact = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="dan")
     config = load_encoder(artefact).model.config
     assert config.char_ngrams == (3, 4)
     _assert_mines_with(corpus, artefact)
-    for args, message in ((["--char-ngrams", "3,x"], "whole numbers"), (["--char-ngrams", "1"], "char_ngrams"),
-                          (["--model", "adapter", "--char-ngrams", "3"], "unknown training parameters: char_ngrams")):
+    for args, message in (
+        (["--char-ngrams", "3,x"], "whole numbers"),
+        (["--char-ngrams", "1"], "char_ngrams"),
+        (["--model", "adapter", "--char-ngrams", "3"], "unknown training parameters: char_ngrams"),
+    ):
         with pytest.raises(CommandError, match=message):
             call_command("train_encoder", "train-sub", "--src", "en", "--tgt", "fr", *args)
 
@@ -90,8 +109,10 @@ def test_adapter_training_run_registers_an_adapted_encoder_that_mining_can_use()
 @pytest.mark.django_db
 def test_adapter_training_rejects_dan_only_parameters_and_unknown_models():
     corpus = _with_gold("train-adapter-bad")
-    for params, message in (({"model": "adapter", "hard_epochs": 2}, "unknown training parameters: hard_epochs"),
-                            ({"model": "lstm"}, "unknown encoder model 'lstm'")):
+    for params, message in (
+        ({"model": "adapter", "hard_epochs": 2}, "unknown training parameters: hard_epochs"),
+        ({"model": "lstm"}, "unknown encoder model 'lstm'"),
+    ):
         run = _execute(corpus, params=params)
         assert run.status == JobStatus.FAILED and message in run.error, run.error
 
@@ -104,16 +125,30 @@ def test_training_on_a_background_corpus_weights_the_runs_own_pairs_and_combines
 
     corpus = _with_gold("train-domain")
     _with_gold("train-background")
-    params = {"model": "adapter", "epochs": 2, "batch_size": 4, "hard_negatives": 2, "validation": 0.2,
-              "background": "train-background", "domain_weight": 3, "seed": 0}
+    params = {
+        "model": "adapter",
+        "epochs": 2,
+        "batch_size": 4,
+        "hard_negatives": 2,
+        "validation": 0.2,
+        "background": "train-background",
+        "domain_weight": 3,
+        "seed": 0,
+    }
     run = _execute(corpus, params=params)
     assert run.status == JobStatus.SUCCEEDED, run.error
     adapted = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="adapted")
     assert adapted.metrics["train_pairs"] == 2 * len(PAIRS) and adapted.metrics["domain_pairs"] == len(PAIRS)
     assert adapted.params["domain_weight"] == 3 and adapted.params["background"] == "train-background"
 
-    dan_params = {"epochs": 1, "hard_epochs": 0, "batch_size": 8, "n_buckets": 4096, "background": "train-background",
-                  "domain_weight": 2}
+    dan_params = {
+        "epochs": 1,
+        "hard_epochs": 0,
+        "batch_size": 8,
+        "n_buckets": 4096,
+        "background": "train-background",
+        "domain_weight": 2,
+    }
     dan_run = _execute(corpus, params=dan_params)
     assert dan_run.status == JobStatus.SUCCEEDED, dan_run.error
     dan = Artefact.objects.get(kind=ArtefactKind.ENCODER, name="dan")
@@ -128,14 +163,21 @@ def test_training_on_a_background_corpus_weights_the_runs_own_pairs_and_combines
 
     call_command("combine_encoders", "adapted=3", f"{encoder_default().name}:1=1")
     assert Artefact.objects.get(name="combined", version=2).params["members"][1]["weight"] == 1.0
-    for args, message in ((["adapted=1"], "at least two"), (["adapted=x", "dan=1"], "must be a number"),
-                          (["adapted=1", "adapted:1=1"], "appear once"), (["adapted=1", "dan=-1"], "positive"),
-                          (["nope=1", "dan=1"], "no encoder artefact 'nope'")):
+    for args, message in (
+        (["adapted=1"], "at least two"),
+        (["adapted=x", "dan=1"], "must be a number"),
+        (["adapted=1", "adapted:1=1"], "appear once"),
+        (["adapted=1", "dan=-1"], "positive"),
+        (["nope=1", "dan=1"], "no encoder artefact 'nope'"),
+    ):
         with pytest.raises(CommandError, match=message):
             call_command("combine_encoders", *args)
     with pytest.raises(CommandError, match="no corpus named 'nowhere'"):
         call_command("train_encoder", "train-domain", "--src", "en", "--tgt", "fr", "--background", "nowhere")
-    for bad, message in (({"background": "train-domain"}, "another corpus"), ({"domain_weight": 0}, "domain_weight"),
-                         ({"background": "gone"}, "no corpus named 'gone'")):
+    for bad, message in (
+        ({"background": "train-domain"}, "another corpus"),
+        ({"domain_weight": 0}, "domain_weight"),
+        ({"background": "gone"}, "no corpus named 'gone'"),
+    ):
         run = _execute(corpus, params={"model": "adapter", **bad})
         assert run.status == JobStatus.FAILED and message in run.error, run.error

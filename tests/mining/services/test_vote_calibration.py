@@ -42,9 +42,12 @@ def test_f1_is_the_model_on_each_hit_s_source_and_margin(margin):
             if j < 0:
                 assert f1[i, r] == 0.0
                 continue
-            phi = {Margin.RATIO: cos[i, j] / (fwd[i] / 2 + bwd[j] / 2),
-                   Margin.DISTANCE: cos[i, j] - (fwd[i] / 2 + bwd[j] / 2), Margin.ABSOLUTE: cos[i, j]}[margin]
-            assert f1[i, r] == pytest.approx(float(head.predict(s_emb[i:i + 1], np.array([phi]))[0]), abs=1e-5)
+            phi = {
+                Margin.RATIO: cos[i, j] / (fwd[i] / 2 + bwd[j] / 2),
+                Margin.DISTANCE: cos[i, j] - (fwd[i] / 2 + bwd[j] / 2),
+                Margin.ABSOLUTE: cos[i, j],
+            }[margin]
+            assert f1[i, r] == pytest.approx(float(head.predict(s_emb[i : i + 1], np.array([phi]))[0]), abs=1e-5)
     assert VoteCalibration(None, None, note="none").f1(s_emb, t_emb, sims, ids) is None
 
 
@@ -62,38 +65,57 @@ def _label_candidates(run, django_user_model) -> None:
 
 @pytest.mark.django_db
 def test_sentence_vote_uses_the_latest_calibration_and_records_its_version(corpus, django_user_model):  # noqa: F811
-    cosine = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                  params={"method": "sentence_vote"})
+    cosine = _run(
+        kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "sentence_vote"}
+    )
     assert cosine.stats["f1"] == "cosine" and "no calibration model for en-fr" in cosine.stats["f1_note"]
     assert {p.evidence["f1"] for p in DocumentPairCandidate.objects.filter(run=cosine)} == {"cosine"}
     # Reviewers' labels on a sentence run of the same corpus train the pair's calibration head.
-    sentences = _run(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                     params={"k": 3, "filters": False, "strategy": "forward"})
+    sentences = _run(
+        kind=RunKind.SENTENCE,
+        src_corpus=corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"k": 3, "filters": False, "strategy": "forward"},
+    )
     _label_candidates(sentences, django_user_model)
     _run(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"method": "head"})
     artefact = Artefact.objects.get(kind=ArtefactKind.CALIBRATION)
     assert artefact.params["phi"] == {"margin": "ratio", "k": 3}
     assert artefact.params["encoder"] == sentences.encoder_id
-    calibrated = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                      params={"method": "sentence_vote"})
+    calibrated = _run(
+        kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "sentence_vote"}
+    )
     assert calibrated.stats["f1"] == "calibrated"
-    assert calibrated.stats["calibration"] == {"id": artefact.pk, "name": "calibration-en-fr", "version": 1,
-                                               "method": "head", "phi": {"margin": "ratio", "k": 3}}
+    assert calibrated.stats["calibration"] == {
+        "id": artefact.pk,
+        "name": "calibration-en-fr",
+        "version": 1,
+        "method": "head",
+        "phi": {"margin": "ratio", "k": 3},
+    }
     pairs = list(DocumentPairCandidate.objects.filter(run=calibrated))
     assert pairs and {p.evidence["f1"] for p in pairs} == {"calibration-en-fr v1"}
     before = dict(DocumentPairCandidate.objects.filter(run=cosine).values_list("src_id", "score"))
     assert any(before.get(p.src_id) != pytest.approx(p.score) for p in pairs)  # f1 did change the votes
     # A newer version is taken up; switching it off, or a model of another encoder, falls back to the cosine.
     _run(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"method": "platt"})
-    newer = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                 params={"method": "sentence_vote"})
+    newer = _run(
+        kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "sentence_vote"}
+    )
     assert newer.stats["calibration"]["version"] == 2 and newer.stats["calibration"]["method"] == "platt"
-    off = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-               params={"method": "sentence_vote", "calibrated_f1": False})
+    off = _run(
+        kind=RunKind.DOCUMENT,
+        src_corpus=corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"method": "sentence_vote", "calibrated_f1": False},
+    )
     assert off.stats["f1"] == "cosine" and "switched off" in off.stats["f1_note"]
     Artefact.objects.filter(kind=ArtefactKind.CALIBRATION).update(params={"method": "platt", "encoder": -1})
-    foreign = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr",
-                   params={"method": "sentence_vote"})
+    foreign = _run(
+        kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "sentence_vote"}
+    )
     assert foreign.stats["f1"] == "cosine" and "trained on the scores of encoder -1" in foreign.stats["f1_note"]
     assert foreign.status == JobStatus.SUCCEEDED
     count = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "count"})

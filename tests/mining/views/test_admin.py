@@ -35,9 +35,20 @@ def test_start_run_from_admin(admin_client_, django_capture_on_commit_callbacks,
     assert admin_client_.get(reverse("admin:mining_miningrun_add")).headers["Location"] == url
     assert "admin-run-start" in admin_client_.get(url, {"src_corpus": corpus.pk}).content.decode()
     with django_capture_on_commit_callbacks(execute=True):
-        response = admin_client_.post(url, {"kind": "sentence", "src_corpus": corpus.pk, "src_lang": "en",
-                                            "tgt_lang": "de", "knn": "exact", "margin": "ratio", "k": "4",
-                                            "strategy": "max_score", "filters": "on"})
+        response = admin_client_.post(
+            url,
+            {
+                "kind": "sentence",
+                "src_corpus": corpus.pk,
+                "src_lang": "en",
+                "tgt_lang": "de",
+                "knn": "exact",
+                "margin": "ratio",
+                "k": "4",
+                "strategy": "max_score",
+                "filters": "on",
+            },
+        )
     run = MiningRun.objects.get()
     assert response.status_code == 302 and sent == [run.pk]
     assert run.params["k"] == 4 and run.tgt_lang == "de"

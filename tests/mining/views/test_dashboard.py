@@ -20,7 +20,7 @@ def test_dashboard_shows_corpora_runs_and_attention(staff_client):
     MiningRunFactory(name="busy", status=JobStatus.RUNNING, stage="knn", done=3, total=9)
     html = staff_client.get(reverse("dashboard")).content.decode()
     assert "demo-&lt;corpus&gt;" in html and "42" in html
-    attention = html[html.index('id="attention"'):html.index('id="corpora"')]
+    attention = html[html.index('id="attention"') : html.index('id="corpora"')]
     assert "broken" in attention and "Boom &lt;b&gt;" in attention
     assert "busy" in attention and "knn 3/9" in attention
     assert reverse("run-start") in html
@@ -33,8 +33,13 @@ def test_dashboard_lists_failed_imports_for_staff_only(staff_client, reviewer_us
 
     reviewer_client = Client()
     reviewer_client.force_login(reviewer_user)
-    ImportJob.objects.create(corpus_name="bad-upload", format="tsv", status=JobStatus.FAILED, error="line 3: <tab>",
-                             finished_at=timezone.now())
+    ImportJob.objects.create(
+        corpus_name="bad-upload",
+        format="tsv",
+        status=JobStatus.FAILED,
+        error="line 3: <tab>",
+        finished_at=timezone.now(),
+    )
     assert "bad-upload" in staff_client.get(reverse("dashboard")).content.decode()
     assert "line 3: &lt;tab&gt;" in staff_client.get(reverse("dashboard")).content.decode()
     assert "bad-upload" not in reviewer_client.get(reverse("dashboard")).content.decode()
@@ -66,11 +71,12 @@ def test_dashboard_campaigns_progress_good_rate_and_waiting(reviewer_client, rev
     campaign = campaign_create(name="camp <1>", runs=[run], reviewers=[reviewer_user], sample_size=4, seed=1)
     items = list(campaign.items.all())
     for item, verdict in zip(items[:3], ["GOOD", "GOOD", "BAD"], strict=True):
-        Label.objects.create(campaign=campaign, item=item, reviewer=reviewer_user, verdict=verdict,
-                             sentence_pair=item.sentence_pair)
+        Label.objects.create(
+            campaign=campaign, item=item, reviewer=reviewer_user, verdict=verdict, sentence_pair=item.sentence_pair
+        )
     html = reviewer_client.get(reverse("dashboard")).content.decode()
     assert "camp &lt;1&gt;" in html and "3/4" in html and "75 %" in html
     assert '<td class="good-rate">0.67</td>' in html
-    attention = html[html.index('id="attention"'):html.index('id="corpora"')]
+    attention = html[html.index('id="attention"') : html.index('id="corpora"')]
     assert "1 item(s) waiting for your review" in attention
     assert reverse("campaign-review", args=[campaign.pk]) in attention

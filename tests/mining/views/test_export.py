@@ -22,32 +22,47 @@ def _body(response) -> str:
 
 @pytest.fixture
 def run():
-    return make_run(4, scores=[1.4, 1.3, 1.2, 1.0], reasons={1: "too_short"},
-                    texts=[("Hello <world> & co", "Bonjour\tle monde"), ("x", "y"), ("Good\nnight", "Bonne nuit"),
-                           ("Low", "Bas")],
-                    params={"threshold": 1.1})
+    return make_run(
+        4,
+        scores=[1.4, 1.3, 1.2, 1.0],
+        reasons={1: "too_short"},
+        texts=[("Hello <world> & co", "Bonjour\tle monde"), ("x", "y"), ("Good\nnight", "Bonne nuit"), ("Low", "Bas")],
+        params={"threshold": 1.1},
+    )
 
 
 def test_tsv_uses_run_threshold_and_skips_filtered(staff_client, run):
-    response = staff_client.get(reverse("run-export", args=[run.pk]),
-                                {"format": "tsv", "keep": "threshold", "download": "1"})
+    response = staff_client.get(
+        reverse("run-export", args=[run.pk]), {"format": "tsv", "keep": "threshold", "download": "1"}
+    )
     assert response.streaming and response["Content-Disposition"].endswith('.tsv"')
     lines = _body(response).splitlines()
-    assert [line.split("\t")[:2] for line in lines] == [["Hello <world> & co", "Bonjour le monde"],
-                                                        ["Good night", "Bonne nuit"]]
+    assert [line.split("\t")[:2] for line in lines] == [
+        ["Hello <world> & co", "Bonjour le monde"],
+        ["Good night", "Bonne nuit"],
+    ]
     assert lines[0].split("\t")[2] == "1.400000"
 
 
 def test_explicit_threshold_and_include_filtered(staff_client, run):
-    response = staff_client.get(reverse("run-export", args=[run.pk]),
-                                {"format": "moses", "side": "tgt", "keep": "threshold", "threshold": "0.5",
-                                 "include_filtered": "on", "download": "1"})
+    response = staff_client.get(
+        reverse("run-export", args=[run.pk]),
+        {
+            "format": "moses",
+            "side": "tgt",
+            "keep": "threshold",
+            "threshold": "0.5",
+            "include_filtered": "on",
+            "download": "1",
+        },
+    )
     assert _body(response).splitlines() == ["Bonjour le monde", "y", "Bonne nuit", "Bas"]
 
 
 def test_tmx_is_valid_xml_with_provenance(staff_client, run):
-    response = staff_client.get(reverse("run-export", args=[run.pk]),
-                                {"format": "tmx", "keep": "threshold", "download": "1"})
+    response = staff_client.get(
+        reverse("run-export", args=[run.pk]), {"format": "tmx", "keep": "threshold", "download": "1"}
+    )
     root = ElementTree.fromstring(_body(response).encode())
     assert root.get("version") == "1.4"
     tus = root.findall("./body/tu")
@@ -60,8 +75,9 @@ def test_tmx_is_valid_xml_with_provenance(staff_client, run):
 
 
 def test_jsonl_rows(staff_client, run):
-    response = staff_client.get(reverse("run-export", args=[run.pk]),
-                                {"format": "jsonl", "keep": "threshold", "download": "1"})
+    response = staff_client.get(
+        reverse("run-export", args=[run.pk]), {"format": "jsonl", "keep": "threshold", "download": "1"}
+    )
     rows = [json.loads(line) for line in _body(response).splitlines()]
     assert [r["rank"] for r in rows] == [1, 3]
     assert rows[1]["src"] == "Good\nnight" and rows[0]["run"] == run.pk
@@ -69,15 +85,20 @@ def test_jsonl_rows(staff_client, run):
 
 
 def test_good_only_without_labels_exports_nothing(staff_client, run):
-    response = staff_client.get(reverse("run-export", args=[run.pk]),
-                                {"format": "tsv", "keep": "good", "download": "1"})
+    response = staff_client.get(
+        reverse("run-export", args=[run.pk]), {"format": "tsv", "keep": "good", "download": "1"}
+    )
     assert _body(response) == ""
 
 
 def test_export_is_staff_only(reviewer_client, run):
     assert reviewer_client.get(reverse("run-export", args=[run.pk])).status_code == 403
-    assert reviewer_client.get(reverse("run-export", args=[run.pk]),
-                               {"format": "tsv", "keep": "threshold", "download": "1"}).status_code == 403
+    assert (
+        reviewer_client.get(
+            reverse("run-export", args=[run.pk]), {"format": "tsv", "keep": "threshold", "download": "1"}
+        ).status_code
+        == 403
+    )
 
 
 def test_task_builds_moses_zip_and_page_links_it(staff_client, run):
@@ -86,8 +107,11 @@ def test_task_builds_moses_zip_and_page_links_it(staff_client, run):
     [path] = export_files(run=run)
     with zipfile.ZipFile(path) as zf:
         names = sorted(zf.namelist())
-        assert names == [f"run{run.pk}-en-fr-threshold.en", f"run{run.pk}-en-fr-threshold.fr",
-                         f"run{run.pk}-en-fr-threshold.scores"]
+        assert names == [
+            f"run{run.pk}-en-fr-threshold.en",
+            f"run{run.pk}-en-fr-threshold.fr",
+            f"run{run.pk}-en-fr-threshold.scores",
+        ]
         assert zf.read(names[0]).decode().splitlines() == ["Hello <world> & co", "Good night"]
     page = staff_client.get(reverse("run-export", args=[run.pk])).content.decode()
     link = reverse("run-export-download", args=[run.pk, path.name])
@@ -100,8 +124,9 @@ def test_build_view_enqueues_on_commit(staff_client, run, django_capture_on_comm
     sent = []
     monkeypatch.setattr("mining.tasks.export_run.delay", lambda *a: sent.append(a))
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff_client.post(reverse("run-export-build", args=[run.pk]),
-                                     {"format": "tmx", "keep": "both", "threshold": "1.2"})
+        response = staff_client.post(
+            reverse("run-export-build", args=[run.pk]), {"format": "tmx", "keep": "both", "threshold": "1.2"}
+        )
     assert response.status_code == 302
     assert sent == [(run.pk, "tmx", "both", 1.2, False)]
 

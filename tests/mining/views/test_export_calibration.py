@@ -23,8 +23,12 @@ pytestmark = pytest.mark.django_db
 def calibrated_run(n: int = 3):
     """n candidates (scores 1.5, 1.4, ...); all but the last carry a confidence from calibration-en-fr v3."""
     run = make_run(n)
-    model, _ = Artefact.objects.get_or_create(kind=ArtefactKind.CALIBRATION, name="calibration-en-fr", version=3,
-                                              defaults={"src_lang": "en", "tgt_lang": "fr"})
+    model, _ = Artefact.objects.get_or_create(
+        kind=ArtefactKind.CALIBRATION,
+        name="calibration-en-fr",
+        version=3,
+        defaults={"src_lang": "en", "tgt_lang": "fr"},
+    )
     for cand in SentencePairCandidate.objects.filter(run=run, rank__lt=n):
         SentencePairCandidate.objects.filter(pk=cand.pk).update(confidence=0.9 - 0.1 * cand.rank, calibration=model)
     return run, model
@@ -37,8 +41,7 @@ def _text(run, fmt: ExportFormat, side: str = "src") -> str:
 def test_tsv_has_confidence_and_calibration_next_to_each_other():
     run, _ = calibrated_run()
     rows = [line.split("\t") for line in _text(run, ExportFormat.TSV).splitlines()]
-    assert [r[4:6] for r in rows] == [["0.8000", "calibration-en-fr v3"], ["0.7000", "calibration-en-fr v3"],
-                                      ["", ""]]
+    assert [r[4:6] for r in rows] == [["0.8000", "calibration-en-fr v3"], ["0.7000", "calibration-en-fr v3"], ["", ""]]
     assert all(len(r) == 7 for r in rows)
 
 
@@ -47,7 +50,10 @@ def test_tmx_and_jsonl_carry_the_calibration_version():
     tus = ElementTree.fromstring(_text(run, ExportFormat.TMX).encode()).findall("./body/tu")
     props = [{p.get("type"): p.text for p in tu.findall("prop")} for tu in tus]
     assert [(p.get("x-confidence"), p.get("x-calibration")) for p in props] == [
-        ("0.8000", "calibration-en-fr v3"), ("0.7000", "calibration-en-fr v3"), (None, None)]
+        ("0.8000", "calibration-en-fr v3"),
+        ("0.7000", "calibration-en-fr v3"),
+        (None, None),
+    ]
     rows = [json.loads(line) for line in _text(run, ExportFormat.JSONL).splitlines()]
     assert rows[0]["confidence"] == pytest.approx(0.8)
     assert rows[0]["calibration"] == {"id": model.pk, "name": "calibration-en-fr", "version": 3}
@@ -56,12 +62,17 @@ def test_tmx_and_jsonl_carry_the_calibration_version():
 
 def test_moses_scores_side_is_line_aligned_with_the_text_sides(staff_client):
     run, _ = calibrated_run()
-    response = staff_client.get(reverse("run-export", args=[run.pk]),
-                                {"format": "moses", "side": "scores", "keep": "threshold", "download": "1"})
+    response = staff_client.get(
+        reverse("run-export", args=[run.pk]),
+        {"format": "moses", "side": "scores", "keep": "threshold", "download": "1"},
+    )
     assert response["Content-Disposition"].endswith('.scores"')
     lines = b"".join(response.streaming_content).decode().splitlines()
-    assert lines == ["1\t1.500000\t0.500000\t0.8000\tcalibration-en-fr v3",
-                     "2\t1.400000\t0.500000\t0.7000\tcalibration-en-fr v3", "3\t1.300000\t0.500000\t\t"]
+    assert lines == [
+        "1\t1.500000\t0.500000\t0.8000\tcalibration-en-fr v3",
+        "2\t1.400000\t0.500000\t0.7000\tcalibration-en-fr v3",
+        "3\t1.300000\t0.500000\t\t",
+    ]
     path, _ = export_build_file(run=run, rule=KeepRule(mode=KeepMode.THRESHOLD), fmt=ExportFormat.MOSES)
     with zipfile.ZipFile(path) as zf:
         sides = {name.rsplit(".", 1)[1]: zf.read(name).decode().splitlines() for name in zf.namelist()}

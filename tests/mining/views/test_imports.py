@@ -31,10 +31,17 @@ def test_upload_page_is_staff_only(reviewer_client):
 
 def test_upload_creates_a_job_that_imports(staff_client, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as enqueued:
-        response = staff_client.post(reverse("import-start"), {
-            "name": "uploaded", "format": "tsv", "files": [upload("admin-en-fr.tsv")], "src_lang": "en",
-            "tgt_lang": "fr", "header": "on",
-        })
+        response = staff_client.post(
+            reverse("import-start"),
+            {
+                "name": "uploaded",
+                "format": "tsv",
+                "files": [upload("admin-en-fr.tsv")],
+                "src_lang": "en",
+                "tgt_lang": "fr",
+                "header": "on",
+            },
+        )
     assert response.status_code == 302, response.content[:2000]
     job = ImportJob.objects.get()
     assert len(enqueued) == 1 and job.status == JobStatus.PENDING
@@ -46,24 +53,28 @@ def test_upload_creates_a_job_that_imports(staff_client, django_capture_on_commi
 
 
 def test_moses_upload_needs_two_files_and_languages(staff_client):
-    response = staff_client.post(reverse("import-start"), {
-        "name": "m", "format": "moses", "files": [upload("admin.en")], "src_lang": "en"})
+    response = staff_client.post(
+        reverse("import-start"), {"name": "m", "format": "moses", "files": [upload("admin.en")], "src_lang": "en"}
+    )
     assert response.status_code == 400
     assert b"exactly two files" in response.content and b"need both languages" in response.content
 
 
 def test_upload_over_the_limit_is_refused_and_nothing_is_stored(staff_client, settings):
     settings.PCAPP_MAX_UPLOAD_BYTES = 200
-    response = staff_client.post(reverse("import-start"), {
-        "name": "big", "format": "tsv", "files": [upload("admin-en-fr.tsv")], "src_lang": "en", "tgt_lang": "fr"})
+    response = staff_client.post(
+        reverse("import-start"),
+        {"name": "big", "format": "tsv", "files": [upload("admin-en-fr.tsv")], "src_lang": "en", "tgt_lang": "fr"},
+    )
     assert response.status_code == 400
     assert b"over the limit of 200 bytes" in response.content
     assert ImportJob.objects.count() == 0 and not (settings.PCAPP_DATA_DIR / "uploads").exists()
 
 
 def test_failed_import_shows_its_error_escaped(staff_client):
-    job = ImportJob.objects.create(corpus_name="<b>x</b>", format="tsv", status=JobStatus.FAILED,
-                                   error="file 'a<script>.tsv', line 3: bad")
+    job = ImportJob.objects.create(
+        corpus_name="<b>x</b>", format="tsv", status=JobStatus.FAILED, error="file 'a<script>.tsv', line 3: bad"
+    )
     page = staff_client.get(reverse("import-detail", args=[job.pk])).content.decode()
     assert "a&lt;script&gt;.tsv" in page and "&lt;b&gt;x&lt;/b&gt;" in page and "<script>" not in page
 
@@ -72,10 +83,12 @@ def test_failed_import_shows_its_error_escaped(staff_client):
 def test_import_runs_on_a_real_worker(celery_worker_process, staff_user):
     from django.core.management import call_command
 
-    call_command("import_corpus", "via-worker", "tmx", str(DATA / "admin-en-de.tmx"), "--src", "en", "--tgt", "de",
-                 "--async")
-    assert wait_for(lambda: ImportJob.objects.filter(status=JobStatus.SUCCEEDED).exists(), timeout=90), \
+    call_command(
+        "import_corpus", "via-worker", "tmx", str(DATA / "admin-en-de.tmx"), "--src", "en", "--tgt", "de", "--async"
+    )
+    assert wait_for(lambda: ImportJob.objects.filter(status=JobStatus.SUCCEEDED).exists(), timeout=90), (
         ImportJob.objects.values_list("status", "error")
+    )
     corpus = Corpus.objects.get(name="via-worker")
     assert Sentence.objects.filter(corpus=corpus).count() == 50
 

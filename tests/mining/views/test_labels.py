@@ -52,12 +52,14 @@ def test_label_state_filters(labelled_run):
 
 def test_export_good_only_and_both(staff_client, labelled_run):
     url = reverse("run-export", args=[labelled_run.pk])
-    body = b"".join(staff_client.get(url, {"format": "jsonl", "keep": "good", "download": "1"})
-                    .streaming_content).decode()
+    body = b"".join(
+        staff_client.get(url, {"format": "jsonl", "keep": "good", "download": "1"}).streaming_content
+    ).decode()
     rows = [json.loads(line) for line in body.splitlines()]
     assert [r["rank"] for r in rows] == [1, 4] and rows[1]["labels"] == {"good": 2, "bad": 0}
-    body = b"".join(staff_client.get(url, {"format": "tsv", "keep": "both", "threshold": "1.3", "download": "1"})
-                    .streaming_content).decode()
+    body = b"".join(
+        staff_client.get(url, {"format": "tsv", "keep": "both", "threshold": "1.3", "download": "1"}).streaming_content
+    ).decode()
     assert len(body.splitlines()) == 1 and body.endswith("\tGOOD\n")
 
 

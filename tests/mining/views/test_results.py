@@ -19,11 +19,12 @@ def make_run(n: int = 6, *, run=None, scores=None, reasons=None, texts=None, **r
     run = run or MiningRunFactory(**run_kwargs)
     scores = scores or [1.5 - 0.1 * i for i in range(n)]
     for i, score in enumerate(scores):
-        src_text, tgt_text = (texts[i] if texts else (f"source {i}", f"cible {i}"))
+        src_text, tgt_text = texts[i] if texts else (f"source {i}", f"cible {i}")
         src = SentenceFactory(document__corpus=run.src_corpus, document__lang="en", text=src_text)
         tgt = SentenceFactory(document__corpus=run.tgt_corpus, document__lang="fr", text=tgt_text)
-        SentencePairCandidate.objects.create(run=run, src=src, tgt=tgt, cosine=0.5, score=score, rank=i + 1,
-                                             filter_reason=(reasons or {}).get(i, ""))
+        SentencePairCandidate.objects.create(
+            run=run, src=src, tgt=tgt, cosine=0.5, score=score, rank=i + 1, filter_reason=(reasons or {}).get(i, "")
+        )
     return run
 
 
@@ -36,8 +37,11 @@ def test_results_lists_candidates_in_rank_order_with_escaped_text(reviewer_clien
 
 
 def test_results_filters(reviewer_client):
-    run = make_run(6, reasons={1: "length_ratio"}, texts=[(f"src {i}", f"tgt {i}") for i in range(5)]
-                   + [("needle here", "aiguille")])
+    run = make_run(
+        6,
+        reasons={1: "length_ratio"},
+        texts=[(f"src {i}", f"tgt {i}") for i in range(5)] + [("needle here", "aiguille")],
+    )
     url = reverse("run-results", args=[run.pk])
 
     def ranks(**params):

@@ -16,14 +16,25 @@ pytestmark = pytest.mark.django_db
 
 
 def _form(corpus, **over):
-    data = {"kind": "sentence", "src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr", "knn": "ivf",
-            "margin": "distance", "k": "6", "strategy": "intersection", "threshold": "1.05", "filters": "on"}
+    data = {
+        "kind": "sentence",
+        "src_corpus": corpus.pk,
+        "src_lang": "en",
+        "tgt_lang": "fr",
+        "knn": "ivf",
+        "margin": "distance",
+        "k": "6",
+        "strategy": "intersection",
+        "threshold": "1.05",
+        "filters": "on",
+    }
     data.update(over)
     return data
 
 
-def test_start_form_creates_run_with_params_and_enqueues(staff_client, staff_user, django_capture_on_commit_callbacks,
-                                                         monkeypatch):
+def test_start_form_creates_run_with_params_and_enqueues(
+    staff_client, staff_user, django_capture_on_commit_callbacks, monkeypatch
+):
     corpus = CorpusFactory(languages=["en", "fr"])
     sent = []
     monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: sent.append(run_id))
@@ -35,8 +46,14 @@ def test_start_form_creates_run_with_params_and_enqueues(staff_client, staff_use
     assert sent == [run.pk]
     assert run.kind == RunKind.SENTENCE and run.created_by == staff_user
     assert (run.src_corpus, run.tgt_corpus, run.src_lang, run.tgt_lang) == (corpus, corpus, "en", "fr")
-    assert run.params == {"knn": "ivf", "margin": "distance", "k": 6, "strategy": "intersection",
-                          "threshold": 1.05, "filters": True}
+    assert run.params == {
+        "knn": "ivf",
+        "margin": "distance",
+        "k": 6,
+        "strategy": "intersection",
+        "threshold": 1.05,
+        "filters": True,
+    }
     assert run.encoder == Artefact.objects.get(kind="encoder", name="usem3", version=1)
 
 
@@ -73,8 +90,14 @@ def test_anonymous_is_sent_to_login(client):
 
 
 def test_run_page_polls_while_running(reviewer_client):
-    run = MiningRunFactory(status=JobStatus.RUNNING, stage="knn", done=30, total=120,
-                           started_at=timezone.now() - timedelta(seconds=10), timings={"embed-src": 4.0})
+    run = MiningRunFactory(
+        status=JobStatus.RUNNING,
+        stage="knn",
+        done=30,
+        total=120,
+        started_at=timezone.now() - timedelta(seconds=10),
+        timings={"embed-src": 4.0},
+    )
     html = reviewer_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert 'id="run-progress"' in html and 'hx-trigger="every 1s"' in html
     assert reverse("run-progress", args=[run.pk]) in html
@@ -83,8 +106,7 @@ def test_run_page_polls_while_running(reviewer_client):
 
 
 def test_progress_partial_keeps_polling_then_stops_with_286(staff_client):
-    run = MiningRunFactory(status=JobStatus.RUNNING, stage="embed-src", done=5, total=10,
-                           started_at=timezone.now())
+    run = MiningRunFactory(status=JobStatus.RUNNING, stage="embed-src", done=5, total=10, started_at=timezone.now())
     url = reverse("run-progress", args=[run.pk])
     running = staff_client.get(url, HTTP_HX_REQUEST="true")
     body = running.content.decode()
@@ -92,8 +114,9 @@ def test_progress_partial_keeps_polling_then_stops_with_286(staff_client):
     assert body.lstrip().startswith('<section id="run-progress"') and "<html" not in body
     assert 'hx-trigger="every 1s"' in body and 'id="cancel-run"' in body
 
-    MiningRun.objects.filter(pk=run.pk).update(status=JobStatus.SUCCEEDED, finished_at=timezone.now(),
-                                               stats={"candidates": 7})
+    MiningRun.objects.filter(pk=run.pk).update(
+        status=JobStatus.SUCCEEDED, finished_at=timezone.now(), stats={"candidates": 7}
+    )
     done = staff_client.get(url, HTTP_HX_REQUEST="true")
     assert done.status_code == 286
     assert "hx-trigger" not in done.content.decode()
@@ -101,8 +124,12 @@ def test_progress_partial_keeps_polling_then_stops_with_286(staff_client):
 
 
 def test_failed_run_shows_escaped_error_and_rerun_button(staff_client):
-    run = MiningRunFactory(status=JobStatus.FAILED, error="ValueError: <script>alert(1)</script>",
-                           started_at=timezone.now(), finished_at=timezone.now())
+    run = MiningRunFactory(
+        status=JobStatus.FAILED,
+        error="ValueError: <script>alert(1)</script>",
+        started_at=timezone.now(),
+        finished_at=timezone.now(),
+    )
     html = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
     assert 'id="retry-run"' in html and "hx-trigger" not in html
@@ -141,8 +168,14 @@ def test_retry_of_succeeded_run_is_refused(staff_client):
 
 def test_run_progress_rate_uses_current_stage_time():
     now = timezone.now()
-    run = MiningRunFactory.build(status=JobStatus.RUNNING, stage="knn", done=50, total=100,
-                                 started_at=now - timedelta(seconds=30), timings={"embed-src": 20.0})
+    run = MiningRunFactory.build(
+        status=JobStatus.RUNNING,
+        stage="knn",
+        done=50,
+        total=100,
+        started_at=now - timedelta(seconds=30),
+        timings={"embed-src": 20.0},
+    )
     p = run_progress(run=run, now=now)
     assert p.elapsed_s == pytest.approx(30.0)
     assert p.rate == pytest.approx(5.0)  # 50 done in the 10 s since embed-src finished
@@ -176,8 +209,12 @@ def test_picking_a_corpus_offers_only_its_languages(staff_client):
 def test_user_without_role_sees_no_runs(client, other_user):
     run = MiningRunFactory(name="secret-run")
     client.force_login(other_user)
-    for url in (reverse("run-detail", args=[run.pk]), reverse("run-results", args=[run.pk]), reverse("run-list"),
-                reverse("run-compare")):
+    for url in (
+        reverse("run-detail", args=[run.pk]),
+        reverse("run-results", args=[run.pk]),
+        reverse("run-list"),
+        reverse("run-compare"),
+    ):
         assert client.get(url).status_code == 403, url
     html = client.get(reverse("dashboard")).content.decode()
     assert 'id="no-role"' in html and "secret-run" not in html

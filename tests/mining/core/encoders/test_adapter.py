@@ -71,8 +71,14 @@ def test_repeated_texts_are_never_their_own_negatives():
     # Every target text occurs twice with two sources: excluded from each other's negatives, training still runs.
     texts_t = [f"t{i // 2}" for i in range(64)]
     tgt[1::2] = tgt[0::2]
-    model = train_adapter(src, tgt, src_texts=[f"s{i}" for i in range(64)], tgt_texts=texts_t,
-                          config=AdapterConfig(hidden=(32, 32), epochs=1, batch_size=16, hard_negatives=2), seed=0)
+    model = train_adapter(
+        src,
+        tgt,
+        src_texts=[f"s{i}" for i in range(64)],
+        tgt_texts=texts_t,
+        config=AdapterConfig(hidden=(32, 32), epochs=1, batch_size=16, hard_negatives=2),
+        seed=0,
+    )
     assert np.isfinite(model.transform(src, "src")).all()
 
 
@@ -113,8 +119,9 @@ def test_domain_weight_makes_a_few_in_domain_pairs_count_beside_many_background_
     domain = np.arange(len(src)) < len(dom_src)
     scores = {}
     for weight in (1, 10):
-        config = AdapterConfig(hidden=(32, 32), batch_size=32, lr=3e-3, epochs=6, hard_negatives=0, validation=0.1,
-                               domain_weight=weight)
+        config = AdapterConfig(
+            hidden=(32, 32), batch_size=32, lr=3e-3, epochs=6, hard_negatives=0, validation=0.1, domain_weight=weight
+        )
         model = train_adapter(src, tgt, config=config, domain=domain, seed=0)
         scores[weight] = p_at_1(model.transform(test_src, "src"), model.transform(test_tgt, "tgt"))
     assert scores[10] > scores[1] + 0.1, scores

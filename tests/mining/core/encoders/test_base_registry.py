@@ -139,13 +139,17 @@ def test_combination_file_loads_its_members_through_the_registry_and_moves_with_
     a = TableEncoder("a", _table(4, 1), None)
     register("table-combo-a", lambda threads=1: a, replace=True)
     # A member with a model file: the factory builds its table from the file's seed.
-    register("table-combo-file", lambda path, threads=1: TableEncoder("f", _table(6, int(open(path).read())), None),
-             replace=True)
+    register(
+        "table-combo-file",
+        lambda path, threads=1: TableEncoder("f", _table(6, int(open(path).read())), None),
+        replace=True,
+    )
     folder = tmp_path / "models"
     folder.mkdir()
     (folder / "member.txt").write_text("5")
-    save_combination(folder / "combo.json",
-                     [("table-combo-a", None, 0.8), ("table-combo-file", folder / "member.txt", 0.2)])
+    save_combination(
+        folder / "combo.json", [("table-combo-a", None, 0.8), ("table-combo-file", folder / "member.txt", 0.2)]
+    )
     stored = json.loads((folder / "combo.json").read_text())["members"]
     assert stored[1]["path"] == "member.txt" and stored[0]["path"] is None
     expected = ConcatEncoder([a, TableEncoder("f", _table(6, 5), None)], [0.8, 0.2]).encode(TEXTS, "en")

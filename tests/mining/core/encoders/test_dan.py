@@ -72,11 +72,11 @@ def test_char_ngrams_follow_each_sentences_word_features():
     # "<drehen>" has 6 3-grams and 5 4-grams; "!", "a" and "42" add none; "<uhrzeigersinn>" has 13 + 12.
     np.testing.assert_array_equal(batch.counts, plain.counts + [25 + 11, 0, 11, 0])
     for i in range(len(texts)):
-        row = batch.ids[batch.offsets[i]:batch.offsets[i + 1]]
-        np.testing.assert_array_equal(row[: plain.counts[i]], plain.ids[plain.offsets[i]:plain.offsets[i + 1]])
+        row = batch.ids[batch.offsets[i] : batch.offsets[i + 1]]
+        np.testing.assert_array_equal(row[: plain.counts[i]], plain.ids[plain.offsets[i] : plain.offsets[i + 1]])
     drehen = hasher.subword_ids("drehen")
-    np.testing.assert_array_equal(batch.ids[batch.offsets[2] + 3:batch.offsets[3]], drehen)
-    np.testing.assert_array_equal(batch.ids[batch.offsets[1] - 11:batch.offsets[1]], drehen)
+    np.testing.assert_array_equal(batch.ids[batch.offsets[2] + 3 : batch.offsets[3]], drehen)
+    np.testing.assert_array_equal(batch.ids[batch.offsets[1] - 11 : batch.offsets[1]], drehen)
     # An inflected form shares most n-grams; a word never hashes like the n-gram that spells it.
     assert len(set(drehen) & set(hasher.subword_ids("drehend"))) >= 8
     assert hasher.subword_ids("ab").tolist() and words(["<ab"]).ids[0] not in hasher.subword_ids("ab")
@@ -96,11 +96,18 @@ def test_checkpoint_fingerprint_names_subwords_and_domain_weight_only_when_set()
 
 
 def test_dan_with_char_ngrams_trains_saves_and_loads(tmp_path):
-    config = DanConfig(n_buckets=4096, emb_dim=16, hidden=(16, 16), out_dim=8, batch_size=4, epochs=1, hard_epochs=0,
-                       char_ngrams=(3,))
+    config = DanConfig(
+        n_buckets=4096, emb_dim=16, hidden=(16, 16), out_dim=8, batch_size=4, epochs=1, hard_epochs=0, char_ngrams=(3,)
+    )
     src = ["the cat sleeps", "a dog barks", "birds sing", "the sun shines", "rain falls", "wind blows"]
-    tgt = ["le chat dort", "un chien aboie", "les oiseaux chantent", "le soleil brille", "la pluie tombe",
-           "le vent souffle"]
+    tgt = [
+        "le chat dort",
+        "un chien aboie",
+        "les oiseaux chantent",
+        "le soleil brille",
+        "la pluie tombe",
+        "le vent souffle",
+    ]
     encoder = train_dan(src, tgt, src_lang="en", tgt_lang="fr", config=config, seed=0)
     encoder.save(tmp_path / "dan.pt")
     again = DanEncoder.load(tmp_path / "dan.pt")
@@ -305,8 +312,10 @@ def test_domain_pairs_are_repeated_domain_weight_times_and_checked():
     from mining.core.encoders.dan_train import _weigh_domain
 
     src, tgt = ["a", "b", "c"], ["x", "y", "z"]
-    assert _weigh_domain(src, tgt, [True, False, True], 3) == (["a", "c", "a", "c", "a", "b", "c"],
-                                                               ["x", "z", "x", "z", "x", "y", "z"])
+    assert _weigh_domain(src, tgt, [True, False, True], 3) == (
+        ["a", "c", "a", "c", "a", "b", "c"],
+        ["x", "z", "x", "z", "x", "y", "z"],
+    )
     assert _weigh_domain(src, tgt, [True, False, True], 1) == (src, tgt)
     with pytest.raises(ValueError, match="one flag per pair"):
         train_dan(src, tgt, src_lang="en", tgt_lang="fr", domain=[True])
