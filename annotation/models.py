@@ -5,16 +5,15 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
+from mining.models.verdict import Verdict
+
+__all__ = ["Verdict"]  # re-exported: the annotation app's labels use the shared vocabulary
+
 DEFAULT_GUIDELINES = (
     "GOOD when more than 70 % of the sentence is correctly translated in the other, so that most of the "
     "information is conveyed. BAD otherwise: partial translations, wrong language, unrelated text, or the same "
     "text on both sides."
 )
-
-
-class Verdict(models.TextChoices):
-    GOOD = "GOOD", "Good"
-    BAD = "BAD", "Bad"
 
 
 class Reason(models.TextChoices):

@@ -18,7 +18,7 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _axes(x_lo: float, x_hi: float, y_hi: float, x_label: str, y_label: str) -> list[str]:
+def axes(x_lo: float, x_hi: float, y_hi: float, x_label: str, y_label: str) -> list[str]:
     plot_w, plot_h = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
     parts = [
         f'<line x1="{PAD_L}" y1="{PAD_T + plot_h}" x2="{PAD_L + plot_w}" y2="{PAD_T + plot_h}" stroke="#444"/>',
@@ -46,7 +46,7 @@ def _axes(x_lo: float, x_hi: float, y_hi: float, x_label: str, y_label: str) -> 
     return parts
 
 
-def _svg(parts: list[str], title: str) -> SafeString:
+def svg_document(parts: list[str], title: str) -> SafeString:
     body = "".join(parts)
     return mark_safe(  # noqa: S308 - every interpolated text above is escaped or a number
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
@@ -78,12 +78,14 @@ def histogram_svg(
     if len(edges) != len(counts) + 1:
         raise ValueError("histogram needs len(edges) == len(counts) + 1")
     if not counts:
-        return _svg([f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle">No candidates</text>'], title)
+        return svg_document(
+            [f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle">No candidates</text>'], title
+        )
     x_lo, x_hi = float(edges[0]), float(edges[-1])
     y_hi = max(max(counts), 1)
     plot_w, plot_h = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
     bar_w = plot_w / len(counts)
-    parts = _axes(x_lo, x_hi, y_hi, "score", "pairs")
+    parts = axes(x_lo, x_hi, y_hi, "score", "pairs")
     for i, n in enumerate(counts):
         x = PAD_L + i * bar_w
         for value, fill, cls in (
@@ -99,7 +101,7 @@ def histogram_svg(
                 f"<title>{escape(_fmt(edges[i]))}–{escape(_fmt(edges[i + 1]))}: {int(value)}</title></rect>"
             )
     parts += _threshold_line(threshold, x_lo, x_hi)
-    return _svg(parts, title)
+    return svg_document(parts, title)
 
 
 def yield_svg(
@@ -107,7 +109,9 @@ def yield_svg(
 ) -> SafeString:
     """A step line of (threshold, pairs kept) points, thresholds ascending."""
     if not points:
-        return _svg([f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle">No candidates</text>'], title)
+        return svg_document(
+            [f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle">No candidates</text>'], title
+        )
     xs = [float(p[0]) for p in points]
     ys = [int(p[1]) for p in points]
     x_lo, x_hi = xs[0], xs[-1] if xs[-1] > xs[0] else xs[0] + 1.0
@@ -118,11 +122,11 @@ def yield_svg(
         for x, y in zip(xs, ys, strict=True)
     ]
     path = " ".join(f"{'M' if i == 0 else 'L'}{cx:.1f},{cy:.1f}" for i, (cx, cy) in enumerate(coords))
-    parts = _axes(x_lo, x_hi, y_hi, "threshold (score ≥)", "pairs kept")
+    parts = axes(x_lo, x_hi, y_hi, "threshold (score ≥)", "pairs kept")
     parts.append(f'<path class="yield" d="{path}" fill="none" stroke="#137a3a" stroke-width="2"/>')
     for (cx, cy), x, y in zip(coords, xs, ys, strict=True):
         parts.append(
             f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="2" fill="#137a3a"><title>≥ {escape(_fmt(x))}: {y}</title></circle>'
         )
     parts += _threshold_line(threshold, x_lo, x_hi)
-    return _svg(parts, title)
+    return svg_document(parts, title)

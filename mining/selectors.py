@@ -25,9 +25,10 @@ from .models import (
     MiningRun,
     RunKind,
     SentencePairCandidate,
+    Verdict,
 )
 
-GOOD, BAD = "GOOD", "BAD"
+GOOD, BAD = Verdict.GOOD.value, Verdict.BAD.value
 
 
 def label_model() -> type[models.Model] | None:

@@ -1,6 +1,6 @@
 """Page URLs of the mining app; each views module owns its own `urlpatterns`."""
 
-from .views import calibration, dashboard, export, imports, results, runs
+from .views import dashboard, export, imports, results, runs
 
 urlpatterns = [
     *dashboard.urlpatterns,
@@ -8,5 +8,4 @@ urlpatterns = [
     *runs.urlpatterns,
     *results.urlpatterns,
     *export.urlpatterns,
-    *calibration.urlpatterns,
 ]

@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "template_partials",
     "mining",
     "annotation",
+    "feedback",
 ]
 
 MIDDLEWARE = [

@@ -14,5 +14,6 @@ urlpatterns = [
     path("api/review/", include("annotation.api_urls")),
     path("api/", include("mining.api.urls")),
     path("", include("mining.urls")),
+    path("", include("feedback.urls")),
     path("review/", include("annotation.urls")),
 ]

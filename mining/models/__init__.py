@@ -5,6 +5,7 @@ from .calibration import LanguagePairSetting
 from .candidates import DocumentPairCandidate, SentencePairCandidate
 from .corpus import Corpus, Document, GoldDocumentPair, GoldSentencePair, ImportJob, Sentence
 from .runs import JobStatus, MiningRun, RunKind, RunShard
+from .verdict import Verdict
 
 __all__ = [
     "Artefact",
@@ -22,4 +23,5 @@ __all__ = [
     "RunShard",
     "Sentence",
     "SentencePairCandidate",
+    "Verdict",
 ]

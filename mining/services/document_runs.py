@@ -48,7 +48,7 @@ from .bulk import copy_rows
 from .embeddings import embed_side
 from .encoders import artefact_path, encoder_default, load_encoder
 from .progress import ProgressReporter
-from .runs import register_run_handler, run_record_timing
+from .runs import run_record_timing
 from .vote_calibration import VoteCalibration, vote_calibration
 
 METHODS = ("sentence_avg", "hide", "bow", "sentence_vote", "count")
@@ -138,7 +138,6 @@ def _doc_model(run: MiningRun, name: str) -> HideModel | DocumentBow:
     return HideModel.load(artefact_path(artefact))
 
 
-@register_run_handler(RunKind.DOCUMENT)
 def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Match documents of run.src_lang to documents of run.tgt_lang with the method in run.params."""
     params = {
@@ -289,7 +288,6 @@ def _write_doc_candidates(run: MiningRun, rows: list[tuple], src: np.ndarray, tg
     )
 
 
-@register_run_handler(RunKind.ALIGN)
 def execute_align_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Align the sentences of the parent document run's pairs scoring >= params.threshold (all when unset)."""
     parent = run.parent
@@ -399,7 +397,6 @@ HIDE_VALIDATION_SHARE = 0.1
 HIDE_VALIDATION_MIN_PAIRS = 20
 
 
-@register_run_handler(RunKind.TRAIN_DOC_MODEL)
 def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Train a document model (params.model: "hide", the default, or "bow") on the corpus's gold document pairs
     between run.src_lang and run.tgt_lang; store it as the next version of that document-model artefact."""

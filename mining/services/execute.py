@@ -1,42 +1,26 @@
-"""Execute a run: look up the handler for its kind, report progress, record timings, success or failure."""
+"""Execute a run in this process: mark it started, report progress, call its handler, record success or failure.
+
+Which handler a kind has is decided by the caller: pcapp.jobs holds the one kind -> handler map for the Celery task,
+and a management command that starts one kind of run passes that kind's handler itself.
+"""
 
 from __future__ import annotations
 
-import importlib
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from ..models import MiningRun
 from .progress import JobCancelled, ProgressReporter
-from .runs import RUN_HANDLERS, run_mark_failed, run_mark_finished, run_mark_started
+from .runs import run_mark_failed, run_mark_finished, run_mark_started
 
 logger = logging.getLogger(__name__)
 
-# Modules that register run handlers (imported lazily so nothing heavy loads at import time).
-HANDLER_MODULES = (
-    "mining.services.mining_runs",
-    "mining.services.document_runs",
-    "mining.services.training_runs",
-    "mining.services.calibration",
-    "mining.services.fine_tuning",
-)
+RunHandler = Callable[[MiningRun, Any], dict]
 
 
-def _load_handlers() -> None:
-    for name in HANDLER_MODULES:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-
-
-def execute_run_service(*, run: MiningRun, task_id: str = "") -> dict:
-    """Run `run` to completion in this process; returns a small summary dict."""
-    _load_handlers()
-    handler = RUN_HANDLERS.get(run.kind)
-    if handler is None:
-        run_mark_failed(run=run, error=f"no handler for run kind {run.kind!r}")
-        return {"run_id": run.pk, "status": "failed"}
+def execute_run_service(*, run: MiningRun, handler: RunHandler, task_id: str = "") -> dict:
+    """Run `run` to completion in this process with `handler`; returns a small summary dict."""
     if not run_mark_started(run=run, task_id=task_id):
         return {"run_id": run.pk, "status": run.status}
     try:

@@ -18,12 +18,12 @@ from ..core.candidates import Strategy, mine_candidates
 from ..core.knn import KnnMethod, knn_both
 from ..core.margin import Margin
 from ..core.types import Candidates, Direction
-from ..models import MiningRun, RunKind, SentencePairCandidate
+from ..models import MiningRun, SentencePairCandidate
 from .bulk import copy_rows
 from .embeddings import Side, embed_side, side_sentences
 from .encoders import encoder_default, load_encoder
 from .progress import ProgressReporter
-from .runs import register_run_handler, run_record_timing
+from .runs import run_record_timing
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,6 @@ def _stage(run: MiningRun, reporter: ProgressReporter, name: str, total: int = 0
     run_record_timing(run=run, stage=name, seconds=time.perf_counter() - t0)
 
 
-@register_run_handler(RunKind.SENTENCE)
 def execute_sentence_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Mine sentence pairs between run.src_lang of run.src_corpus and run.tgt_lang of run.tgt_corpus."""
     params = sentence_run_params(run.params)

@@ -7,28 +7,20 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from pcapp.celery import app as celery_app
+
 from ..models import Artefact, Corpus, JobStatus, MiningRun, RunKind, RunShard
 
 logger = logging.getLogger(__name__)
 
-# kind -> function(run, reporter) doing the work; registered by the modules that implement each kind.
-RUN_HANDLERS: dict[str, Callable[[MiningRun, Any], dict]] = {}
-
-
-def register_run_handler(kind: str) -> Callable[[Callable[[MiningRun, Any], dict]], Callable[[MiningRun, Any], dict]]:
-    """Decorator: the function that executes runs of `kind` (called by the `mining.execute_run` task)."""
-
-    def decorator(fn: Callable[[MiningRun, Any], dict]) -> Callable[[MiningRun, Any], dict]:
-        RUN_HANDLERS[kind] = fn
-        return fn
-
-    return decorator
+# The Celery task that executes a run, sent by name: its kind -> handler map is in pcapp.jobs, above every app whose
+# handlers it calls (mining never imports it).
+EXECUTE_RUN_TASK = "pcapp.execute_run"
 
 
 @transaction.atomic
@@ -66,11 +58,15 @@ def run_create(
     return run
 
 
+def send_run_task(run_id: int) -> None:
+    """Send the execute task of a run to the broker (now)."""
+    celery_app.send_task(EXECUTE_RUN_TASK, args=[run_id])
+
+
 def run_enqueue(*, run: MiningRun) -> None:
     """Send the run to a worker after the current transaction commits."""
-    from ..tasks import execute_run
-
-    transaction.on_commit(lambda: execute_run.delay(run.pk))
+    run_id = run.pk
+    transaction.on_commit(lambda: send_run_task(run_id))
 
 
 def check_can_cancel(run: MiningRun) -> None:

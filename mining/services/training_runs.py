@@ -21,10 +21,10 @@ from django.db.models import Max
 from ..core.encoders.adapter import AdaptedEncoder, AdapterConfig, train_adapter
 from ..core.encoders.dan import DanConfig
 from ..core.encoders.dan_train import train_dan
-from ..models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
+from ..models import Artefact, ArtefactKind, Corpus, MiningRun
 from .evaluation import gold_pairs_of
 from .progress import ProgressReporter
-from .runs import register_run_handler, run_record_timing
+from .runs import run_record_timing
 
 DAN_PARAM_NAMES = {f.name for f in dataclasses.fields(DanConfig)} - {"hidden"}
 ADAPTER_PARAM_NAMES = {f.name for f in dataclasses.fields(AdapterConfig)} - {"hidden"}
@@ -95,7 +95,6 @@ def artefact_create(*, kind: str, name: str, path: Path, run: MiningRun, params:
     )
 
 
-@register_run_handler(RunKind.TRAIN_ENCODER)
 def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Train a sentence encoder on the source corpus's gold pairs: the DAN (in-batch, then hard negatives) or an
     adapter over a pretrained encoder."""

@@ -17,7 +17,7 @@ import numpy as np
 from ..core.knn import knn_exact
 from ..core.margin import Margin, margin_score, neighbourhood_means
 from ..models import Artefact, MiningRun
-from .calibration import DEFAULT_PHI, latest_calibration, load_calibrator
+from .calibrators import DEFAULT_PHI, latest_calibration, load_calibrator
 
 KnnFn = Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 

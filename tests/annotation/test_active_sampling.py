@@ -11,7 +11,7 @@ from annotation.models import CampaignItem, Sampler
 from annotation.selectors import campaign_results, label_rows
 from annotation.services import ReviewError, campaign_create, confidence_threshold, item_claim, label_submit
 from mining.models import LanguagePairSetting, SentencePairCandidate
-from mining.services.calibration import threshold_labels
+from feedback.services.calibration import threshold_labels
 from pcapp.roles import reviewers_group
 from tests.mining.views.test_results import make_run
 

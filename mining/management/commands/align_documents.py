@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from mining.models import MiningRun, RunKind
+from mining.services.document_runs import execute_align_run
 from mining.services.execute import execute_run_service
 from mining.services.runs import run_create
 
@@ -32,7 +33,7 @@ class Command(BaseCommand):
         if run_async:
             self.stdout.write(f"Alignment run {run.pk} enqueued.")
             return
-        result = execute_run_service(run=run)
+        result = execute_run_service(run=run, handler=execute_align_run)
         run.refresh_from_db()
         if run.status != "succeeded":
             raise CommandError(f"run {run.pk} {run.status}: {run.error}")

@@ -5,7 +5,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from mining.models import Corpus, RunKind
-from mining.services.document_runs import METHODS, check_doc_model_params
+from mining.services.document_runs import METHODS, check_doc_model_params, execute_document_run
 from mining.services.execute import execute_run_service
 from mining.services.runs import run_create
 
@@ -72,7 +72,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Document run {runs[-1].pk} enqueued.")
             return
         for run in runs:
-            result = execute_run_service(run=run)
+            result = execute_run_service(run=run, handler=execute_document_run)
             run.refresh_from_db()
             if run.status != "succeeded":
                 raise CommandError(f"run {run.pk} {run.status}: {run.error}")

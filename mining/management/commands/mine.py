@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from mining.models import Artefact, ArtefactKind, Corpus, RunKind
 from mining.services.execute import execute_run_service
-from mining.services.mining_runs import DEFAULT_PARAMS, sentence_run_params
+from mining.services.mining_runs import DEFAULT_PARAMS, execute_sentence_run, sentence_run_params
 from mining.services.runs import run_create
 
 
@@ -61,7 +61,7 @@ class Command(BaseCommand):
         if o["run_async"]:
             self.stdout.write(f"Run {run.pk} enqueued.")
             return
-        result = execute_run_service(run=run)
+        result = execute_run_service(run=run, handler=execute_sentence_run)
         run.refresh_from_db()
         if run.status != "succeeded":
             raise CommandError(f"run {run.pk} {run.status}: {run.error}")

@@ -7,7 +7,7 @@ from mining.management.commands._args import comma_ints
 from mining.models import Corpus, RunKind
 from mining.services.execute import execute_run_service
 from mining.services.runs import run_create
-from mining.services.training_runs import ENCODER_MODELS, training_config_from
+from mining.services.training_runs import ENCODER_MODELS, execute_train_encoder, training_config_from
 
 
 class Command(BaseCommand):
@@ -90,7 +90,7 @@ class Command(BaseCommand):
         if o["run_async"]:
             self.stdout.write(f"Training run {run.pk} enqueued.")
             return
-        result = execute_run_service(run=run)
+        result = execute_run_service(run=run, handler=execute_train_encoder)
         run.refresh_from_db()
         if run.status != "succeeded":
             raise CommandError(f"training run {run.pk} {run.status}: {run.error}")

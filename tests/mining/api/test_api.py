@@ -32,7 +32,7 @@ def reviewer_api(reviewer_user):
 @pytest.fixture
 def no_enqueue(monkeypatch):
     sent = []
-    monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr("mining.services.runs.send_run_task", lambda run_id: sent.append(run_id))
     return sent
 
 

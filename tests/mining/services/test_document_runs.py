@@ -18,7 +18,7 @@ from mining.models import (
     RunKind,
     SentencePairCandidate,
 )
-from mining.services.execute import execute_run_service
+from pcapp.jobs import execute_job
 from mining.services.imports import import_execute, import_job_create
 from mining.services.runs import run_create
 
@@ -34,7 +34,7 @@ def corpus():
 
 def _run(**kw):
     run = run_create(enqueue=False, **kw)
-    execute_run_service(run=run)
+    execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED, run.error
     return run
@@ -138,7 +138,7 @@ def test_bow_run_without_a_model_and_unknown_model_fail_clearly(corpus):
     run = run_create(
         kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "bow"}, enqueue=False
     )
-    execute_run_service(run=run)
+    execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED and "no trained Document BoW model for en-fr" in run.error
     run = run_create(
@@ -149,7 +149,7 @@ def test_bow_run_without_a_model_and_unknown_model_fail_clearly(corpus):
         params={"model": "lda"},
         enqueue=False,
     )
-    execute_run_service(run=run)
+    execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED and "unknown document model 'lda'" in run.error
 
@@ -164,7 +164,7 @@ def test_unknown_method_fails_clearly(corpus):
         params={"method": "magic"},
         enqueue=False,
     )
-    execute_run_service(run=run)
+    execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED and "unknown document method 'magic'" in run.error
 

@@ -6,7 +6,7 @@ import pytest
 
 from mining.models import Corpus, Document, JobStatus, RunKind, Sentence, SentencePairCandidate
 from mining.services.embeddings import embeddings_dir
-from mining.services.execute import execute_run_service
+from pcapp.jobs import execute_job
 from mining.services.runs import run_create, run_retry
 
 PAIRS = [
@@ -55,7 +55,7 @@ def test_sentence_run_finds_the_translations_and_stores_evidence():
         enqueue=False,
     )
 
-    result = execute_run_service(run=run)
+    result = execute_job(run=run)
 
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED, run.error
@@ -76,7 +76,7 @@ def test_sentence_run_finds_the_translations_and_stores_evidence():
 def test_rerun_reuses_embedding_shards(monkeypatch):
     corpus = _corpus("mini-rerun")
     run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
-    execute_run_service(run=run)
+    execute_job(run=run)
     run.refresh_from_db()
     shard = embeddings_dir(corpus, run.encoder, "en") / "shard-00000.npz"
     assert shard.exists()
@@ -88,7 +88,7 @@ def test_rerun_reuses_embedding_shards(monkeypatch):
     MiningRun.objects.filter(pk=run.pk).update(status=JobStatus.FAILED)
     run.refresh_from_db()
     run_retry(run=run)
-    execute_run_service(run=run)
+    execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED
     assert shard.stat().st_mtime_ns == mtime
@@ -99,7 +99,7 @@ def test_rerun_reuses_embedding_shards(monkeypatch):
 def test_run_without_sentences_fails_with_a_clear_error():
     corpus = Corpus.objects.create(name="empty", languages=[])
     run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
-    execute_run_service(run=run)
+    execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED
     assert "nothing to mine" in run.error

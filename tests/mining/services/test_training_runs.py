@@ -3,7 +3,7 @@
 import pytest
 
 from mining.models import Artefact, ArtefactKind, GoldSentencePair, JobStatus, RunKind, Sentence, SentencePairCandidate
-from mining.services.execute import execute_run_service
+from pcapp.jobs import execute_job
 from mining.services.runs import run_create
 from tests.mining.services.test_mining_runs import PAIRS, _corpus
 
@@ -11,7 +11,7 @@ from tests.mining.services.test_mining_runs import PAIRS, _corpus
 def _execute(corpus, kind: str = RunKind.TRAIN_ENCODER, **kwargs):
     """Create an en-fr run on the corpus, execute it inline, and return it as stored."""
     run = run_create(kind=kind, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False, **kwargs)
-    execute_run_service(run=run)
+    execute_job(run=run)
     run.refresh_from_db()
     return run
 

@@ -30,7 +30,7 @@ def test_mining_models_registered():
 def test_start_run_from_admin(admin_client_, django_capture_on_commit_callbacks, monkeypatch):
     corpus = CorpusFactory(languages=["en", "de"])
     sent = []
-    monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr("mining.services.runs.send_run_task", lambda run_id: sent.append(run_id))
     url = reverse("admin:mining_miningrun_start")
     assert admin_client_.get(reverse("admin:mining_miningrun_add")).headers["Location"] == url
     assert "admin-run-start" in admin_client_.get(url, {"src_corpus": corpus.pk}).content.decode()
@@ -55,7 +55,7 @@ def test_start_run_from_admin(admin_client_, django_capture_on_commit_callbacks,
 
 
 def test_admin_cancel_and_retry_actions(admin_client_, django_capture_on_commit_callbacks, monkeypatch):
-    monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: None)
+    monkeypatch.setattr("mining.services.runs.send_run_task", lambda run_id: None)
     pending = MiningRunFactory(status=JobStatus.PENDING)
     failed = MiningRunFactory(status=JobStatus.FAILED, error="x", finished_at=timezone.now())
     url = reverse("admin:mining_miningrun_changelist")

@@ -37,7 +37,7 @@ def test_start_form_creates_run_with_params_and_enqueues(
 ):
     corpus = CorpusFactory(languages=["en", "fr"])
     sent = []
-    monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr("mining.services.runs.send_run_task", lambda run_id: sent.append(run_id))
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_client.post(reverse("run-start"), _form(corpus))
     run = MiningRun.objects.get()
@@ -151,7 +151,7 @@ def test_cancel_requires_post(staff_client):
 def test_retry_failed_run_requeues(staff_client, django_capture_on_commit_callbacks, monkeypatch):
     run = MiningRunFactory(status=JobStatus.FAILED, error="boom", finished_at=timezone.now())
     sent = []
-    monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr("mining.services.runs.send_run_task", lambda run_id: sent.append(run_id))
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_client.post(reverse("run-retry", args=[run.pk]), HTTP_HX_REQUEST="true")
     assert response.headers["HX-Redirect"] == reverse("run-detail", args=[run.pk])
@@ -222,7 +222,7 @@ def test_user_without_role_sees_no_runs(client, other_user):
 
 def test_document_run_gets_its_method(staff_client, django_capture_on_commit_callbacks, monkeypatch):
     corpus = CorpusFactory(languages=["en", "fr"])
-    monkeypatch.setattr("mining.tasks.execute_run.delay", lambda run_id: None)
+    monkeypatch.setattr("mining.services.runs.send_run_task", lambda run_id: None)
     with django_capture_on_commit_callbacks(execute=True):
         staff_client.post(reverse("run-start"), _form(corpus, kind="document", method="sentence_vote"))
     run = MiningRun.objects.get()

@@ -18,13 +18,15 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from ..core.calibration.hardneg import review_training_pairs
-from ..core.encoders.dan_finetune import FineTuneConfig, fine_tune_dan
-from ..models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
-from .encoders import load_encoder
-from .evaluation import EvaluationReport, bucc_from_corpus, evaluate_corpus, gold_pairs_of
-from .progress import ProgressReporter
-from .runs import register_run_handler, run_record_timing
+from annotation.models import Label, Verdict
+from mining.core.calibration.hardneg import review_training_pairs
+from mining.core.encoders.dan_finetune import FineTuneConfig, fine_tune_dan
+from mining.models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
+from mining.services.encoders import load_encoder
+from mining.services.evaluation import EvaluationReport, bucc_from_corpus, evaluate_corpus, gold_pairs_of
+from mining.services.progress import ProgressReporter
+from mining.services.runs import run_record_timing
+from mining.services.training_runs import artefact_create
 
 FINE_TUNE_PARAMS = {
     "campaign",
@@ -58,8 +60,6 @@ def review_pairs(
     """Every labelled candidate of the src->tgt sentence runs (of one campaign, or all labels), one verdict each by
     majority over its reviewers (ties are left out); GOOD ones are positives, BAD ones scoring at least the
     `hard_quantile` quantile of their own run's scores are hard negatives."""
-    from annotation.models import Label
-
     qs = Label.objects.filter(
         sentence_pair__isnull=False,
         sentence_pair__run__src_lang=src_lang,
@@ -80,7 +80,7 @@ def review_pairs(
         "sentence_pair__src__corpus_id",
         "sentence_pair__tgt__corpus_id",
     ).iterator(chunk_size=20_000):
-        votes[pair_id] += 1 if verdict == "GOOD" else -1
+        votes[pair_id] += 1 if verdict == Verdict.GOOD else -1
         info[pair_id] = (run_id, score, src, tgt, s_corpus, t_corpus)
     decided = [pid for pid, v in votes.items() if v != 0]
     cut = _run_quantiles({info[pid][0] for pid in decided}, hard_quantile)
@@ -148,7 +148,6 @@ def check_fine_tune(*, base: Artefact, src_lang: str, tgt_lang: str, params: dic
     return corpus
 
 
-@register_run_handler(RunKind.FINE_TUNE)
 def execute_fine_tune(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Fine-tune run.encoder on the pair's reviews, evaluate old and new on params.eval_corpus, store the new
     encoder as the next 'dan' version, selectable (is_active) only when the gate passes."""
@@ -258,8 +257,6 @@ def fine_tuned_encoder_create(
 ) -> Artefact:
     """Register a fine-tuned encoder as the next 'dan' version, with both sets of figures; only a gated one is
     active (offered in the run form)."""
-    from .training_runs import artefact_create
-
     params = {
         **base.params,
         "fine_tuned_from": base.pk,

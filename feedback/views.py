@@ -8,14 +8,11 @@ from django.contrib import messages
 from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
-from pcapp.permissions import staff_required
-
-from ..charts_calibration import reliability_svg
-from ..core.calibration.estimates import choose_threshold
-from ..models import (
+from annotation.models import Campaign
+from mining.core.calibration.estimates import choose_threshold
+from mining.models import (
     Artefact,
     ArtefactKind,
     Corpus,
@@ -26,9 +23,13 @@ from ..models import (
     RunKind,
     SentencePairCandidate,
 )
-from ..services.calibration import threshold_apply, threshold_labels
-from ..services.fine_tuning import check_fine_tune
-from ..services.runs import run_create
+from mining.services.calibrators import threshold_apply
+from mining.services.runs import run_create
+from pcapp.permissions import staff_required
+
+from .charts import reliability_svg
+from .services.calibration import threshold_labels
+from .services.fine_tuning import check_fine_tune
 
 
 def _latest(src: str, tgt: str) -> Artefact | None:
@@ -66,9 +67,7 @@ def calibration_page(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
     target = min(0.999, max(0.5, float(request.GET.get("target", 0.95) or 0.95)))
     threshold = _threshold_context(src, tgt, target)
     if request.htmx:
-        return render(request, "mining/calibration.html#threshold-panel", {"src": src, "tgt": tgt, **threshold})
-    from annotation.models import Campaign
-
+        return render(request, "feedback/calibration.html#threshold-panel", {"src": src, "tgt": tgt, **threshold})
     artefact = _latest(src, tgt)
     report = artefact.metrics.get("cross_validated", {}) if artefact else {}
     chart = (
@@ -92,7 +91,7 @@ def calibration_page(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
         **_fine_tune_context(src, tgt),
         **threshold,
     }
-    return render(request, "mining/calibration.html", context)
+    return render(request, "feedback/calibration.html", context)
 
 
 @require_POST
@@ -188,11 +187,3 @@ def calibration_fine_tune(request: HttpRequest, src: str, tgt: str) -> HttpRespo
     )
     messages.success(request, f"Fine-tuning run {run.pk} queued.")
     return redirect("run-detail", pk=run.pk)
-
-
-urlpatterns = [
-    path("calibration/<str:src>-<str:tgt>/", calibration_page, name="calibration"),
-    path("calibration/<str:src>-<str:tgt>/train/", calibration_train, name="calibration-train"),
-    path("calibration/<str:src>-<str:tgt>/apply/", calibration_apply_view, name="calibration-apply"),
-    path("calibration/<str:src>-<str:tgt>/fine-tune/", calibration_fine_tune, name="calibration-fine-tune"),
-]

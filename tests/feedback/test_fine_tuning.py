@@ -22,14 +22,14 @@ from mining.models import (
     Sentence,
     SentencePairCandidate,
 )
-from mining.services import fine_tuning
+from feedback.services import fine_tuning
 from mining.services.encoders import encoder_default, load_encoder
-from mining.services.execute import execute_run_service
-from mining.services.fine_tuning import check_fine_tune, gate_decision, review_pairs
+from pcapp.jobs import execute_job
+from feedback.services.fine_tuning import check_fine_tune, gate_decision, review_pairs
 from mining.services.runs import run_create
 from tests.mining.services.test_mining_runs import PAIRS
 
-TSV = Path(__file__).resolve().parents[2] / "data" / "import" / "admin-en-fr.tsv"
+TSV = Path(__file__).resolve().parents[1] / "data" / "import" / "admin-en-fr.tsv"
 # Real en-fr pairs: Django admin's own strings and their French translations (40, header skipped).
 ADMIN = [tuple(line.split("\t")) for line in TSV.read_text(encoding="utf-8").splitlines()[1:]]
 SMALL_DAN = {"epochs": 3, "hard_epochs": 1, "hard_negatives": 2, "batch_size": 8, "n_buckets": 4096, "seed": 1}
@@ -58,7 +58,7 @@ def corpus_of(name: str, pairs: list[tuple[str, str]]) -> Corpus:
 
 
 def executed(run: MiningRun) -> MiningRun:
-    execute_run_service(run=run)
+    execute_job(run=run)
     run.refresh_from_db()
     return run
 

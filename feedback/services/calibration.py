@@ -1,5 +1,5 @@
-"""The feedback loop in the app: reviewers' labels train a calibration model per language pair (versioned), the
-model is applied to a run's candidates in bulk, and a threshold is stored per language pair.
+"""The feedback loop: reviewers' labels train a calibration model per language pair (versioned), and give the
+labels behind a language pair's threshold estimate.
 
 The numeric work is in mining.core.calibration; this module gathers labels and embeddings, calls it, and saves.
 """
@@ -13,21 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from django.conf import settings
-from django.db import connection, transaction
 
-from ..core.calibration.baselines import IsotonicCalibration, PlattScaling
-from ..core.calibration.crossval import compare_calibrators
-from ..core.calibration.head import CalibrationHead
-from ..models import Artefact, ArtefactKind, LanguagePairSetting, MiningRun, RunKind, SentencePairCandidate
-from .embeddings import embed_side, side_sentences
-from .encoders import artefact_path, load_encoder
-from .runs import register_run_handler, run_record_timing
-
-METHODS = {"head": CalibrationHead, "platt": PlattScaling, "isotonic": IsotonicCalibration}
-DEFAULT_PHI = {"margin": "ratio", "k": 4}
-"""The pair score a calibration model reads when its params do not say (the sentence-mining defaults)."""
+from annotation.models import ESTIMATE_SAMPLERS, Label, Verdict
+from mining.core.calibration.crossval import compare_calibrators
+from mining.models import Artefact, ArtefactKind, MiningRun, RunKind
+from mining.services.calibrators import DEFAULT_PHI, METHODS, save_calibrator
+from mining.services.embeddings import embed_side, side_sentences
+from mining.services.encoders import load_encoder
+from mining.services.runs import run_record_timing
+from mining.services.training_runs import artefact_create
 
 
 @dataclass(frozen=True)
@@ -78,16 +73,12 @@ def _stratum_weights(keys: list[tuple]) -> np.ndarray:
 
 def _estimable(sampler: str | None) -> bool:
     """Labels outside campaigns (no sampler) count as before; campaign items only when probability-sampled."""
-    from annotation.models import ESTIMATE_SAMPLERS
-
     return not sampler or sampler in ESTIMATE_SAMPLERS
 
 
 def threshold_labels(*, src_lang: str, tgt_lang: str) -> ThresholdLabels:
     """The labels of a language pair's candidates for threshold and precision estimates, stratum-weighted. Items a
     campaign drew by score or confidence are left out: they would bias the estimate (the head still trains on them)."""
-    from annotation.models import Label
-
     rows = list(
         Label.objects.filter(sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang).values_list(
             "sentence_pair__score",
@@ -102,7 +93,7 @@ def threshold_labels(*, src_lang: str, tgt_lang: str) -> ThresholdLabels:
     kept = [r for r in rows if _estimable(r[6])]
     return ThresholdLabels(
         np.array([r[0] for r in kept], dtype=np.float64),
-        np.array([r[1] == "GOOD" for r in kept], dtype=bool),
+        np.array([r[1] == Verdict.GOOD for r in kept], dtype=bool),
         _stratum_weights([r[2:6] for r in kept]),
         len(rows) - len(kept),
     )
@@ -114,8 +105,6 @@ def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = No
     Probability-sampled labels are weighted by stratum size over labels drawn from the stratum, scaled to mean 1;
     every other label (outside campaigns, or drawn by score or confidence, e.g. active sampling) weighs 1, as much as
     an average sampled label. Only runs of the most used encoder count, since the head reads the source embedding."""
-    from annotation.models import Label
-
     qs = Label.objects.filter(
         sentence_pair__isnull=False, sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang
     )
@@ -167,7 +156,7 @@ def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = No
         np.array([r[0] for r in rows], dtype=np.int64),
         u,
         np.array([r[3] for r in rows]),
-        np.array([r[4] == "GOOD" for r in rows]),
+        np.array([r[4] == Verdict.GOOD for r in rows]),
         weights / weights.mean(),
         Artefact.objects.filter(pk=encoder_id).first(),
         np.array([r[2] for r in rows], np.int64),
@@ -176,7 +165,7 @@ def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = No
 
 def _phi_of(run_ids: np.ndarray) -> dict[str, Any]:
     """How the labelled pairs were scored (the margin and k of most labels' runs): the phi the model learns on."""
-    from .mining_runs import sentence_run_params
+    from mining.services.mining_runs import sentence_run_params
 
     runs = {
         pk: (kind, params)
@@ -196,17 +185,6 @@ def _phi_of(run_ids: np.ndarray) -> dict[str, Any]:
     return {"margin": margin, "k": k}
 
 
-def latest_calibration(*, src_lang: str, tgt_lang: str) -> Artefact | None:
-    """The newest active calibration model of a language pair."""
-    return (
-        Artefact.objects.filter(
-            kind=ArtefactKind.CALIBRATION, name=f"calibration-{src_lang}-{tgt_lang}", is_active=True
-        )
-        .order_by("-version")
-        .first()
-    )
-
-
 def _report(rep) -> dict[str, Any]:
     rb = rep.reliability
     return {
@@ -221,18 +199,6 @@ def _report(rep) -> dict[str, Any]:
     }
 
 
-def save_calibrator(model: Any, method: str, path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    torch.save({"method": method, "state": model.state_dict()}, tmp)
-    tmp.replace(path)
-
-
-def load_calibrator(artefact: Artefact) -> Any:
-    data = torch.load(artefact_path(artefact), weights_only=False)
-    return METHODS[data["method"]].from_state(data["state"])
-
-
-@register_run_handler(RunKind.CALIBRATE)
 def execute_calibrate(run: MiningRun, reporter) -> dict:
     """Fit every calibration method on the labels of the pair (cross-validated report of each), keep the chosen
     one (params.method, default 'head'), and register it as the next calibration version of the pair."""
@@ -256,8 +222,6 @@ def execute_calibrate(run: MiningRun, reporter) -> dict:
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "calibration" / f"run-{run.pk}"
     folder.mkdir(parents=True, exist_ok=True)
     save_calibrator(model, method, folder / "calibration.pt")
-    from .training_runs import artefact_create
-
     artefact = artefact_create(
         kind=ArtefactKind.CALIBRATION,
         name=f"calibration-{run.src_lang}-{run.tgt_lang}",
@@ -276,80 +240,3 @@ def execute_calibrate(run: MiningRun, reporter) -> dict:
         },
     )
     return {"artefact_id": artefact.pk, "version": artefact.version, "labels": int(len(data.labels))}
-
-
-@register_run_handler(RunKind.APPLY_CALIBRATION)
-def execute_apply_calibration(run: MiningRun, reporter) -> dict:
-    """Recompute the calibrated confidence of every candidate of the parent run with params.calibration."""
-    target = run.parent
-    artefact = Artefact.objects.get(pk=run.params["calibration"], kind=ArtefactKind.CALIBRATION)
-    reporter.update(stage="apply", force=True)
-    n = calibration_apply(run=target, artefact=artefact)
-    return {"candidates": n}
-
-
-def calibration_apply(*, run: MiningRun, artefact: Artefact, chunk: int = 200_000) -> int:
-    """Write calibrated confidences for all the run's candidates: COPY into a temporary table, then one UPDATE."""
-    model = load_calibrator(artefact)
-    side = side_sentences(run.src_corpus, run.src_lang)
-    emb = embed_side(
-        corpus=run.src_corpus,
-        lang=run.src_lang,
-        encoder_artefact=run.encoder,
-        encode=load_encoder(run.encoder).encode,
-        ids=side.ids,
-        texts=side.texts,
-    )
-    row_of = np.full(int(side.ids.max()) + 1 if len(side.ids) else 1, -1, dtype=np.int64)
-    row_of[side.ids] = np.arange(len(side.ids))
-    cands = np.array(
-        list(
-            SentencePairCandidate.objects.filter(run=run)
-            .values_list("id", "src_id", "score")
-            .iterator(chunk_size=50_000)
-        ),
-        dtype=np.float64,
-    ).reshape(-1, 3)
-    with transaction.atomic(), connection.cursor() as cur:
-        cur.execute("CREATE TEMPORARY TABLE calib_tmp (id bigint PRIMARY KEY, conf double precision) ON COMMIT DROP")
-        with cur.cursor.copy("COPY calib_tmp (id, conf) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(["int8", "float8"])
-            for start in range(0, len(cands), chunk):
-                part = cands[start : start + chunk]
-                rows = row_of[part[:, 1].astype(np.int64)]
-                conf = model.predict(emb[rows], part[:, 2])
-                for cid, c in zip(part[:, 0].astype(np.int64), conf, strict=True):
-                    copy.write_row((int(cid), float(c)))
-        cur.execute(
-            "UPDATE mining_sentencepaircandidate c SET confidence = t.conf, calibration_id = %s "
-            "FROM calib_tmp t WHERE c.id = t.id",
-            [artefact.pk],
-        )
-        updated = cur.rowcount
-    return updated
-
-
-@transaction.atomic
-def threshold_apply(
-    *,
-    src_lang: str,
-    tgt_lang: str,
-    threshold: float,
-    target_precision: float | None,
-    estimated_precision: float | None,
-    calibration: Artefact | None,
-    user: Any,
-) -> LanguagePairSetting:
-    """Store the threshold chosen for a language pair."""
-    setting, _ = LanguagePairSetting.objects.update_or_create(
-        src_lang=src_lang,
-        tgt_lang=tgt_lang,
-        defaults={
-            "threshold": threshold,
-            "target_precision": target_precision,
-            "estimated_precision": estimated_precision,
-            "calibration": calibration,
-            "updated_by": user if getattr(user, "is_authenticated", False) else None,
-        },
-    )
-    return setting

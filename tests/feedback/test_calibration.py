@@ -11,8 +11,8 @@ from mining.models import (
     RunKind,
     SentencePairCandidate,
 )
-from mining.services.calibration import threshold_apply
-from mining.services.execute import execute_run_service
+from mining.services.calibrators import threshold_apply
+from pcapp.jobs import execute_job
 from mining.services.runs import run_create
 from pcapp.roles import reviewers_group
 from tests.mining.services.test_mining_runs import PAIRS, _corpus
@@ -30,7 +30,7 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
         params={"k": 3, "filters": False, "strategy": "forward"},
         enqueue=False,
     )
-    execute_run_service(run=run)
+    execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED, run.error
     gold = {en: fr for en, fr in PAIRS}
@@ -53,7 +53,7 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
         params={"campaign": campaign.pk, "method": "platt"},
         enqueue=False,
     )
-    execute_run_service(run=cal)
+    execute_job(run=cal)
     cal.refresh_from_db()
     assert cal.status == JobStatus.FAILED and "needs at least 20" in cal.error
     # Label the same candidates outside the campaign by more reviewers to reach 20+.
@@ -68,7 +68,7 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
                 verdict="GOOD" if gold.get(c.src.text) == c.tgt.text and c.rank % 3 else "BAD",
             )
     cal = run_create(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"method": "platt"}, enqueue=False)
-    execute_run_service(run=cal)
+    execute_job(run=cal)
     cal.refresh_from_db()
     assert cal.status == JobStatus.SUCCEEDED, cal.error
     artefact = Artefact.objects.get(kind=ArtefactKind.CALIBRATION)
@@ -81,7 +81,7 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
         params={"calibration": artefact.pk},
         enqueue=False,
     )
-    execute_run_service(run=apply)
+    execute_job(run=apply)
     apply.refresh_from_db()
     assert apply.status == JobStatus.SUCCEEDED, apply.error
     cands = list(SentencePairCandidate.objects.filter(run=run).order_by("-score"))
@@ -135,7 +135,7 @@ def test_calibration_page_is_staff_only(reviewer_client):
 @pytest.mark.django_db
 def test_calibration_trains_on_uncertain_labels_that_threshold_estimates_leave_out(django_user_model):
     from annotation.models import CampaignItem, Sampler
-    from mining.services.calibration import labelled_pairs, threshold_labels
+    from feedback.services.calibration import labelled_pairs, threshold_labels
 
     corpus = _corpus("active")
     run = run_create(
@@ -146,7 +146,7 @@ def test_calibration_trains_on_uncertain_labels_that_threshold_estimates_leave_o
         params={"k": 3, "filters": False, "strategy": "forward"},
         enqueue=False,
     )
-    execute_run_service(run=run)
+    execute_job(run=run)
     cands = list(SentencePairCandidate.objects.filter(run=run).order_by("rank"))
     for c in cands:  # as if a calibration had been applied
         SentencePairCandidate.objects.filter(pk=c.pk).update(confidence=1.0 - c.rank / (len(cands) + 1))

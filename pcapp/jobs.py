@@ -1,0 +1,51 @@
+"""The one map from a run's kind to the function that executes it, and the Celery task that executes a run.
+
+It sits in pcapp, beside the apps, because its handlers come from several of them (mining's runs, the feedback app's
+calibration and fine-tuning): mining sends the task by name (`mining.services.runs.EXECUTE_RUN_TASK`) and never
+imports this module.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from mining.models import MiningRun, RunKind
+from mining.services.execute import RunHandler, execute_run_service
+from mining.services.runs import EXECUTE_RUN_TASK, run_mark_failed
+
+
+def run_handlers() -> dict[str, RunHandler]:
+    """kind -> handler. Imported on first use, so a web process that only enqueues runs never loads torch or faiss."""
+    from feedback.services.calibration import execute_calibrate
+    from feedback.services.fine_tuning import execute_fine_tune
+    from mining.services.calibrators import execute_apply_calibration
+    from mining.services.document_runs import execute_align_run, execute_document_run, execute_train_doc_model
+    from mining.services.mining_runs import execute_sentence_run
+    from mining.services.training_runs import execute_train_encoder
+
+    return {
+        RunKind.SENTENCE: execute_sentence_run,
+        RunKind.DOCUMENT: execute_document_run,
+        RunKind.ALIGN: execute_align_run,
+        RunKind.TRAIN_ENCODER: execute_train_encoder,
+        RunKind.TRAIN_DOC_MODEL: execute_train_doc_model,
+        RunKind.CALIBRATE: execute_calibrate,
+        RunKind.APPLY_CALIBRATION: execute_apply_calibration,
+        RunKind.FINE_TUNE: execute_fine_tune,
+    }
+
+
+def execute_job(*, run: MiningRun, task_id: str = "") -> dict:
+    """Execute a run of any kind in this process with its kind's handler; a kind without one fails the run."""
+    handler = run_handlers().get(run.kind)
+    if handler is None:
+        run_mark_failed(run=run, error=f"no handler for run kind {run.kind!r}")
+        return {"run_id": run.pk, "status": "failed"}
+    return execute_run_service(run=run, handler=handler, task_id=task_id)
+
+
+@shared_task(name=EXECUTE_RUN_TASK, bind=True, acks_late=True)
+def execute_run(self, run_id: int) -> dict:
+    """Execute one MiningRun of any kind (the task `mining.services.runs.run_enqueue` sends)."""
+    run = MiningRun.objects.get(pk=run_id)
+    return execute_job(run=run, task_id=self.request.id or "")
