@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
+from django.urls import reverse
 
 from mining.core.agreement import cohen_kappa, fleiss_kappa
 from mining.core.calibration.estimates import weighted_proportion
 from mining.models import Sentence
+from pcapp.roles import is_staff
 
 from .models import Campaign, CampaignItem, Label, Sampler, Verdict
 
@@ -264,3 +266,24 @@ def label_rows(campaign: Campaign) -> Iterator[dict]:
             "score": lab.sentence_pair.score if lab.sentence_pair else None,
             "created_at": lab.created_at.isoformat(),
         }
+
+
+def campaign_summaries(*, user: Any) -> list[dict[str, Any]]:
+    """The user's campaigns (staff: all) with items, labels, progress, GOOD rate and items waiting for the user."""
+    out = []
+    for c in campaigns_for(user)[:20]:
+        expected = c.n_items * c.overlap
+        out.append(
+            {
+                "name": c.name,
+                "url": reverse("campaign-review", args=[c.pk]),
+                "items": c.n_items,
+                "results_url": reverse("campaign-results", args=[c.pk]) if is_staff(user) else "",
+                "labelled": c.n_labels,
+                "wanted": expected,
+                "progress": 100.0 * min(c.n_labels, expected) / expected if expected else 0.0,
+                "good_rate": c.n_good / c.n_labels if c.n_labels else None,
+                "waiting_for_user": max(0, c.n_items - c.n_mine) if c.is_reviewer else 0,
+            }
+        )
+    return out

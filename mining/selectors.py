@@ -422,33 +422,8 @@ def run_compare(*, a: MiningRun, b: MiningRun, threshold_a: float | None, thresh
 # --- dashboard --------------------------------------------------------------------------------------------------
 
 
-def campaign_summaries(*, user: Any) -> list[dict[str, Any]]:
-    """The user's campaigns (staff: all) with items, labels, progress, GOOD rate and items waiting for the user."""
-    from django.urls import reverse
-
-    from annotation.selectors import campaigns_for
-
-    out = []
-    for c in campaigns_for(user)[:20]:
-        expected = c.n_items * c.overlap
-        out.append(
-            {
-                "name": c.name,
-                "url": reverse("campaign-review", args=[c.pk]),
-                "items": c.n_items,
-                "results_url": reverse("campaign-results", args=[c.pk]) if is_staff(user) else "",
-                "labelled": c.n_labels,
-                "wanted": expected,
-                "progress": 100.0 * min(c.n_labels, expected) / expected if expected else 0.0,
-                "good_rate": c.n_good / c.n_labels if c.n_labels else None,
-                "waiting_for_user": max(0, c.n_items - c.n_mine) if c.is_reviewer else 0,
-            }
-        )
-    return out
-
-
 def dashboard_data(*, user: Any) -> dict[str, Any]:
-    """Corpora, recent runs, campaigns, and what needs attention (recently failed and active runs).
+    """Corpora, recent runs, and what needs attention (recently failed and active runs and imports).
 
     Users with no role (neither staff nor reviewer) see nothing but a note.
     """
@@ -457,7 +432,6 @@ def dashboard_data(*, user: Any) -> dict[str, Any]:
     recent_failures = MiningRun.objects.filter(
         status=JobStatus.FAILED, finished_at__gte=timezone.now() - timezone.timedelta(days=7)
     )
-    campaigns = campaign_summaries(user=user)
     return {
         "corpora": list(Corpus.objects.order_by("name")[:50]),
         "runs": list(run_list(limit=20)),
@@ -477,6 +451,4 @@ def dashboard_data(*, user: Any) -> dict[str, Any]:
         )
         if is_staff(user)
         else [],
-        "campaigns": campaigns,
-        "waiting_total": sum(c.get("waiting_for_user", 0) for c in campaigns),
     }

@@ -1,0 +1,21 @@
+"""The site's home page: it composes the apps' summaries (mining's corpora, runs and jobs; annotation's campaigns),
+so it sits in pcapp, beside the apps, rather than in one of them."""
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from annotation.selectors import campaign_summaries
+from mining.selectors import dashboard_data
+
+
+@require_GET
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """Landing page after login: a fixed number of queries whatever the data size."""
+    data = dashboard_data(user=request.user)
+    if not data.get("no_role"):
+        campaigns = campaign_summaries(user=request.user)
+        data.update(campaigns=campaigns, waiting_total=sum(c.get("waiting_for_user", 0) for c in campaigns))
+    return render(request, "dashboard.html", data)
