@@ -6,23 +6,15 @@ from typing import Any
 
 from django import forms
 
+from .core.docmethod import DocMethod
 from .models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
+from .services.params import ParamsError, RunParams, SentenceRunParams
+from .services.runs import check_run_start
 
 START_KINDS = [(k.value, k.label) for k in (RunKind.SENTENCE, RunKind.DOCUMENT, RunKind.ALIGN)]
-KNN_CHOICES = [("exact", "Exact (flat)"), ("ivf", "Approximate (IVF)")]
-MARGIN_CHOICES = [("ratio", "Ratio"), ("distance", "Distance"), ("absolute", "Absolute (cosine)")]
-STRATEGY_CHOICES = [
-    ("max_score", "Max score"),
-    ("intersection", "Intersection"),
-    ("forward", "Forward"),
-    ("backward", "Backward"),
-]
 DOC_METHOD_CHOICES = [
-    ("sentence_avg", "Sentence-Avg embeddings"),
-    ("hide", "HiDE (needs a trained document model)"),
-    ("bow", "Document BoW (needs a trained document model)"),
-    ("sentence_vote", "Sentence vote"),
-    ("count", "Aligned-sentence count"),
+    (m.value, m.value.replace("_", " ") + (" (needs a trained document model)" if m.needs_model else ""))
+    for m in DocMethod
 ]
 LABEL_STATES = [("", "Any"), ("unlabelled", "Unlabelled"), ("good", "Labelled GOOD"), ("bad", "Labelled BAD")]
 
@@ -48,8 +40,49 @@ class EncoderChoiceField(forms.ModelChoiceField):
         )
 
 
-class RunStartForm(forms.Form):
-    """Everything a staff user picks to start a mining run; `run_kwargs()` gives `run_create`'s arguments."""
+class ParamChoiceField(forms.ChoiceField):
+    """A closed choice of a run parameter; the parameter dataclass checks the value (one message everywhere)."""
+
+    def valid_value(self, value: str) -> bool:
+        return True
+
+
+def param_form_fields(params: type[RunParams]) -> dict[str, forms.Field]:
+    """One untyped-bounds form field per parameter of `params`: type parsing here, every rule in `from_dict`."""
+    fields: dict[str, forms.Field] = {}
+    for spec in params.specs():
+        common = {"required": False, "label": spec.label, "help_text": spec.describe(), "initial": spec.initial}
+        if spec.choices:
+            fields[spec.name] = ParamChoiceField(choices=spec.choices, **common)
+        elif spec.kind is bool:
+            fields[spec.name] = forms.BooleanField(**common)
+        elif spec.kind is int:
+            fields[spec.name] = forms.IntegerField(**common)
+        elif spec.kind is float:
+            fields[spec.name] = forms.FloatField(**common)
+        else:
+            fields[spec.name] = forms.CharField(**common)
+    return fields
+
+
+def params_from_form(form: forms.Form, params: type[RunParams]) -> RunParams | None:
+    """The parameters in a form's cleaned data, or None after adding each parameter's error to its field."""
+    names = [spec.name for spec in params.specs()]
+    try:
+        return params.from_dict({n: form.cleaned_data.get(n) for n in names if n not in form.errors})
+    except ParamsError as exc:
+        for name, message in exc.errors.items():
+            form.add_error(name if name in form.fields else None, message)
+        return None
+
+
+SentenceParamsForm = type("SentenceParamsForm", (forms.Form,), param_form_fields(SentenceRunParams))
+
+
+class RunStartForm(SentenceParamsForm):
+    """Everything a staff user picks to start a mining run; `run_kwargs()` gives `run_create`'s arguments.
+
+    The "How" fields are generated from SentenceRunParams, which also checks them."""
 
     kind = forms.ChoiceField(choices=START_KINDS, initial=RunKind.SENTENCE)
     name = forms.CharField(max_length=200, required=False)
@@ -81,12 +114,6 @@ class RunStartForm(forms.Form):
         label="Document method",
         help_text="Only for document-matching runs.",
     )
-    knn = forms.ChoiceField(choices=KNN_CHOICES, initial="exact", label="kNN method")
-    margin = forms.ChoiceField(choices=MARGIN_CHOICES, initial="ratio")
-    k = forms.IntegerField(min_value=1, max_value=64, initial=4)
-    strategy = forms.ChoiceField(choices=STRATEGY_CHOICES, initial="max_score")
-    threshold = forms.FloatField(required=False, help_text="Keep pairs scoring at least this (blank: keep all).")
-    filters = forms.BooleanField(required=False, initial=True, label="Pre-filters")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -104,7 +131,7 @@ class RunStartForm(forms.Form):
 
     FIELDSETS = (
         ("What to mine", ("kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "parent")),
-        ("How", ("encoder", "method", "knn", "margin", "k", "strategy", "threshold", "filters")),
+        ("How", ("encoder", "method", *(spec.name for spec in SentenceRunParams.specs()))),
     )
 
     def fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
@@ -125,16 +152,18 @@ class RunStartForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        src, tgt = data.get("src_corpus"), data.get("tgt_corpus") or data.get("src_corpus")
-        data["tgt_corpus"] = tgt
-        if src is not None and data.get("src_lang") and data["src_lang"] not in (src.languages or []):
-            self.add_error("src_lang", f"Corpus {src} has no '{data['src_lang']}' text.")
-        if tgt is not None and data.get("tgt_lang") and data["tgt_lang"] not in (tgt.languages or []):
-            self.add_error("tgt_lang", f"Corpus {tgt} has no '{data['tgt_lang']}' text.")
-        if src == tgt and data.get("src_lang") and data.get("src_lang") == data.get("tgt_lang"):
-            self.add_error("tgt_lang", "Pick two different languages when mining a corpus against itself.")
-        if data.get("kind") == RunKind.ALIGN and data.get("parent") is None:
-            self.add_error("parent", "An alignment run needs a finished document run.")
+        data["tgt_corpus"] = data.get("tgt_corpus") or data.get("src_corpus")
+        errors = check_run_start(
+            kind=data.get("kind", ""),
+            src_corpus=data.get("src_corpus"),
+            tgt_corpus=data["tgt_corpus"],
+            src_lang=data.get("src_lang", ""),
+            tgt_lang=data.get("tgt_lang", ""),
+            parent=data.get("parent"),
+        )
+        for name, message in errors.items():
+            self.add_error(name, message)
+        self.params = params_from_form(self, SentenceRunParams)
         return data
 
     def run_kwargs(self) -> dict[str, Any]:
@@ -142,16 +171,9 @@ class RunStartForm(forms.Form):
         from .services.encoders import encoder_default
 
         d = self.cleaned_data
-        params = {
-            "knn": d["knn"],
-            "margin": d["margin"],
-            "k": d["k"],
-            "strategy": d["strategy"],
-            "threshold": d["threshold"],
-            "filters": bool(d["filters"]),
-        }
+        params = self.params.to_dict()
         if d["kind"] == RunKind.DOCUMENT:
-            params["method"] = d["method"] or "sentence_avg"
+            params["method"] = DocMethod(d["method"] or DocMethod.SENTENCE_AVG.value).value
         return {
             "kind": d["kind"],
             "name": d["name"],

@@ -21,6 +21,7 @@ from mining.models import Artefact, ArtefactKind, MiningRun, RunKind
 from mining.services.calibrators import DEFAULT_PHI, METHODS, save_calibrator
 from mining.services.embeddings import embed_side, side_sentences
 from mining.services.encoders import load_encoder
+from mining.services.params import SentenceRunParams
 from mining.services.runs import run_record_timing
 from mining.services.training_runs import artefact_create
 
@@ -165,8 +166,6 @@ def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = No
 
 def _phi_of(run_ids: np.ndarray) -> dict[str, Any]:
     """How the labelled pairs were scored (the margin and k of most labels' runs): the phi the model learns on."""
-    from mining.services.mining_runs import sentence_run_params
-
     runs = {
         pk: (kind, params)
         for pk, kind, params in MiningRun.objects.filter(pk__in={int(r) for r in run_ids}).values_list(
@@ -179,8 +178,8 @@ def _phi_of(run_ids: np.ndarray) -> dict[str, Any]:
         if kind == RunKind.ALIGN:  # the aligner's score is the cosine
             specs[("absolute", 1)] += n
         else:
-            p = sentence_run_params(params)
-            specs[(p["margin"], p["k"])] += n
+            p = SentenceRunParams.from_dict({name: params.get(name) for name in ("margin", "k")})
+            specs[(p.margin.value, p.k)] += n
     margin, k = specs.most_common(1)[0][0] if specs else (DEFAULT_PHI["margin"], DEFAULT_PHI["k"])
     return {"margin": margin, "k": k}
 

@@ -12,10 +12,11 @@ from rest_framework.views import APIView
 
 from pcapp.permissions import IsReviewer, IsStaff
 
-from ..forms import RunStartForm
-from ..models import MiningRun
+from ..models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
 from ..selectors import run_get, score_histogram
-from ..services.runs import run_cancel, run_create, run_retry
+from ..services.encoders import encoder_default
+from ..services.params import ParamsError, SentenceRunParams
+from ..services.runs import check_run_start, run_cancel, run_create, run_retry
 from .serializers import HistogramOut, RunCreateIn, RunOut
 
 
@@ -47,12 +48,61 @@ class RunListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = RunCreateIn(data=request.data)
         data.is_valid(raise_exception=True)
-        values = {k: v for k, v in data.validated_data.items() if v is not None}
-        form = RunStartForm(data=values)
-        if not form.is_valid():
-            return Response(form.errors, status=status.HTTP_400_BAD_REQUEST)
-        run = run_create(user=request.user, **form.run_kwargs())
+        v = data.validated_data
+        errors: dict[str, str] = {}
+        src = _pick(Corpus.objects, v["src_corpus"], "src_corpus", errors)
+        tgt = _pick(Corpus.objects, v.get("tgt_corpus"), "tgt_corpus", errors) or src
+        encoder = _pick(
+            Artefact.objects.filter(kind=ArtefactKind.ENCODER, is_active=True), v.get("encoder"), "encoder", errors
+        )
+        parent = _pick(
+            MiningRun.objects.filter(kind=RunKind.DOCUMENT, status=JobStatus.SUCCEEDED),
+            v.get("parent"),
+            "parent",
+            errors,
+        )
+        errors.update(
+            check_run_start(
+                kind=v["kind"],
+                src_corpus=src,
+                tgt_corpus=tgt,
+                src_lang=v["src_lang"],
+                tgt_lang=v["tgt_lang"],
+                parent=parent,
+            )
+        )
+        try:
+            params = SentenceRunParams.from_dict({spec.name: v.get(spec.name) for spec in SentenceRunParams.specs()})
+        except ParamsError as exc:
+            errors.update(exc.errors)
+        if errors:
+            return Response({name: [message] for name, message in errors.items()}, status=status.HTTP_400_BAD_REQUEST)
+        stored = params.to_dict()
+        if v["kind"] == RunKind.DOCUMENT:
+            stored["method"] = v["method"]
+        run = run_create(
+            kind=v["kind"],
+            user=request.user,
+            name=v.get("name", ""),
+            src_corpus=src,
+            tgt_corpus=tgt,
+            src_lang=v["src_lang"],
+            tgt_lang=v["tgt_lang"],
+            encoder=encoder or encoder_default(),
+            parent=parent if v["kind"] == RunKind.ALIGN else None,
+            params=stored,
+        )
         return Response(RunOut(run_get(pk=run.pk)).data, status=status.HTTP_201_CREATED)
+
+
+def _pick(qs, pk: int | None, field: str, errors: dict[str, str]):
+    """The row of `qs` with id `pk` (None when pk is None); a missing one becomes `errors[field]`."""
+    if pk is None:
+        return None
+    row = qs.filter(pk=pk).first()
+    if row is None:
+        errors[field] = f"no {field.replace('_', ' ')} with id {pk}"
+    return row
 
 
 class RunDetailApi(APIView):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from ..forms import DOC_METHOD_CHOICES, KNN_CHOICES, MARGIN_CHOICES, START_KINDS, STRATEGY_CHOICES, ExportForm
+from ..forms import DOC_METHOD_CHOICES, START_KINDS, ExportForm
 from ..models import Artefact, Corpus, MiningRun, Sentence, SentencePairCandidate
 from ..selectors import run_progress
+from ..services.params import RunParams, SentenceRunParams
 
 
 class CorpusOut(serializers.ModelSerializer):
@@ -63,8 +64,25 @@ class RunOut(serializers.ModelSerializer):
         return run_progress(run=run).rate
 
 
-class RunCreateIn(serializers.Serializer):
-    """Same fields and validation as the run form of the pages."""
+def param_serializer_fields(params: type[RunParams]) -> dict[str, serializers.Field]:
+    """One optional serializer field per parameter of `params`: types here (and in the schema), every rule in
+    `params.from_dict`, so the API answers a bad value with the form's and the CLI's message."""
+    fields: dict[str, serializers.Field] = {}
+    for spec in params.specs():
+        common = {"required": False, "allow_null": True, "help_text": spec.describe()}
+        if spec.kind is bool:
+            fields[spec.name] = serializers.BooleanField(**common)
+        elif spec.kind is int:
+            fields[spec.name] = serializers.IntegerField(**common)
+        elif spec.kind is float:
+            fields[spec.name] = serializers.FloatField(**common)
+        else:  # an enum: a string whose choices `from_dict` checks
+            fields[spec.name] = serializers.CharField(**common)
+    return fields
+
+
+class RunStartIn(serializers.Serializer):
+    """What to mine; the parameters come from RunCreateIn's generated fields."""
 
     kind = serializers.ChoiceField(choices=START_KINDS, default="sentence")
     name = serializers.CharField(required=False, allow_blank=True, max_length=200)
@@ -77,12 +95,10 @@ class RunCreateIn(serializers.Serializer):
     method = serializers.ChoiceField(
         choices=DOC_METHOD_CHOICES, default="sentence_avg", help_text="Document runs only."
     )
-    knn = serializers.ChoiceField(choices=KNN_CHOICES, default="exact")
-    margin = serializers.ChoiceField(choices=MARGIN_CHOICES, default="ratio")
-    k = serializers.IntegerField(min_value=1, max_value=64, default=4)
-    strategy = serializers.ChoiceField(choices=STRATEGY_CHOICES, default="max_score")
-    threshold = serializers.FloatField(required=False, allow_null=True)
-    filters = serializers.BooleanField(default=True)
+
+
+RunCreateIn = type("RunCreateIn", (RunStartIn,), param_serializer_fields(SentenceRunParams))
+RunCreateIn.__doc__ = "Start a run: what to mine and how (the parameters are SentenceRunParams', with its rules)."
 
 
 class SentenceOut(serializers.ModelSerializer):

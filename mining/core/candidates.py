@@ -121,7 +121,8 @@ def _rank_in_forward(fwd_ids: np.ndarray, src: np.ndarray, tgt: np.ndarray) -> n
 def mine_candidates(
     knn: KnnResult,
     margin: Margin = Margin.RATIO,
-    k: int = 4,
+    *,
+    k: int,
     strategy: Strategy = Strategy.MAX_SCORE,
     threshold: float | None = None,
 ) -> Candidates:

@@ -17,9 +17,10 @@ from ..core.calibration.head import CalibrationHead
 from ..models import Artefact, ArtefactKind, LanguagePairSetting, MiningRun, SentencePairCandidate
 from .embeddings import embed_side, side_sentences
 from .encoders import artefact_path, load_encoder
+from .params import SentenceRunParams
 
 METHODS = {"head": CalibrationHead, "platt": PlattScaling, "isotonic": IsotonicCalibration}
-DEFAULT_PHI = {"margin": "ratio", "k": 4}
+DEFAULT_PHI = {"margin": SentenceRunParams().margin.value, "k": SentenceRunParams().k}
 """The pair score a calibration model reads when its params do not say (the sentence-mining defaults)."""
 
 

@@ -14,42 +14,18 @@ from contextlib import contextmanager
 import numpy as np
 from django.db import transaction
 
-from ..core.candidates import Strategy, mine_candidates
+from ..core.candidates import mine_candidates
 from ..core.knn import KnnMethod, knn_both
-from ..core.margin import Margin
 from ..core.types import Candidates, Direction
 from ..models import MiningRun, SentencePairCandidate
 from .bulk import copy_rows
 from .embeddings import Side, embed_side, side_sentences
 from .encoders import encoder_default, load_encoder
+from .params import SentenceRunParams
 from .progress import ProgressReporter
 from .runs import run_record_timing
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_PARAMS = {
-    "knn": "exact",
-    "margin": "ratio",
-    "k": 4,
-    "strategy": "max_score",
-    "threshold": None,
-    "filters": True,
-    "nprobe": 16,
-}
-
-
-def sentence_run_params(params: dict) -> dict:
-    """The run's parameters with defaults filled in and closed choices validated."""
-    merged = {**DEFAULT_PARAMS, **{k: v for k, v in params.items() if v is not None or k == "threshold"}}
-    KnnMethod(merged["knn"])
-    Margin(merged["margin"])
-    Strategy(merged["strategy"])
-    merged["k"] = int(merged["k"])
-    if merged["k"] < 1:
-        raise ValueError("k must be at least 1")
-    if merged["threshold"] is not None:
-        merged["threshold"] = float(merged["threshold"])
-    return merged
 
 
 @contextmanager
@@ -62,7 +38,7 @@ def _stage(run: MiningRun, reporter: ProgressReporter, name: str, total: int = 0
 
 def execute_sentence_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Mine sentence pairs between run.src_lang of run.src_corpus and run.tgt_lang of run.tgt_corpus."""
-    params = sentence_run_params(run.params)
+    params = SentenceRunParams.from_dict(run.params)
     if run.encoder is None:
         MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
         run.refresh_from_db()
@@ -95,18 +71,16 @@ def execute_sentence_run(run: MiningRun, reporter: ProgressReporter) -> dict:
             texts=tgt_texts,
             progress=reporter.progress,
         )
-    k = params["k"]
     with _stage(run, reporter, "knn", len(src_ids)):
-        method = KnnMethod(params["knn"])
-        extra = {"nprobe": params["nprobe"]} if method is KnnMethod.IVF else {}
-        knn = knn_both(src_emb, tgt_emb, k, method=method, **extra)
+        extra = {"nprobe": params.nprobe} if params.knn is KnnMethod.IVF else {}
+        knn = knn_both(src_emb, tgt_emb, params.k, method=params.knn, **extra)
     with _stage(run, reporter, "score"):
         cands = mine_candidates(
             knn,
-            margin=Margin(params["margin"]),
-            k=k,
-            strategy=Strategy(params["strategy"]),
-            threshold=params["threshold"],
+            margin=params.margin,
+            k=params.k,
+            strategy=params.strategy,
+            threshold=params.threshold,
         )
     with _stage(run, reporter, "filter", len(cands)):
         reasons = _filter_reasons(cands, src, tgt, run, params)
@@ -118,7 +92,7 @@ def execute_sentence_run(run: MiningRun, reporter: ProgressReporter) -> dict:
             knn=knn,
             src_ids=src_ids,
             tgt_ids=tgt_ids,
-            strategy=params["strategy"],
+            strategy=params.strategy.value,
         )
     kept = int(sum(1 for r in reasons if not r))
     return {
@@ -129,9 +103,9 @@ def execute_sentence_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     }
 
 
-def _filter_reasons(cands: Candidates, src: Side, tgt: Side, run: MiningRun, params: dict) -> list[str]:
+def _filter_reasons(cands: Candidates, src: Side, tgt: Side, run: MiningRun, params: SentenceRunParams) -> list[str]:
     """The name of the first pre-filter rule that fired for each candidate ('' when none)."""
-    if not params["filters"] or len(cands) == 0:
+    if not params.filters or len(cands) == 0:
         return [""] * len(cands)
     from ..core.filters import apply_filters
 

@@ -23,6 +23,29 @@ logger = logging.getLogger(__name__)
 EXECUTE_RUN_TASK = "pcapp.execute_run"
 
 
+def check_run_start(
+    *,
+    kind: str,
+    src_corpus: Corpus | None,
+    tgt_corpus: Corpus | None,
+    src_lang: str,
+    tgt_lang: str,
+    parent: MiningRun | None,
+) -> dict[str, str]:
+    """The rules of what a run may be started on, as {field: message} (empty when it may start)."""
+    errors: dict[str, str] = {}
+    tgt_corpus = tgt_corpus or src_corpus
+    if src_corpus is not None and src_lang and src_lang not in (src_corpus.languages or []):
+        errors["src_lang"] = f"Corpus {src_corpus} has no '{src_lang}' text."
+    if tgt_corpus is not None and tgt_lang and tgt_lang not in (tgt_corpus.languages or []):
+        errors["tgt_lang"] = f"Corpus {tgt_corpus} has no '{tgt_lang}' text."
+    if src_corpus == tgt_corpus and src_lang and src_lang == tgt_lang:
+        errors["tgt_lang"] = "Pick two different languages when mining a corpus against itself."
+    if kind == RunKind.ALIGN and parent is None:
+        errors["parent"] = "An alignment run needs a finished document run."
+    return errors
+
+
 @transaction.atomic
 def run_create(
     *,

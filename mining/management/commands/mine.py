@@ -2,9 +2,11 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
+from mining.management.commands._args import add_param_arguments, params_from_options
 from mining.models import Artefact, ArtefactKind, Corpus, RunKind
 from mining.services.execute import execute_run_service
-from mining.services.mining_runs import DEFAULT_PARAMS, execute_sentence_run, sentence_run_params
+from mining.services.mining_runs import execute_sentence_run
+from mining.services.params import SentenceRunParams
 from mining.services.runs import run_create
 
 
@@ -17,16 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--src", required=True, help="source language code")
         parser.add_argument("--tgt", required=True, help="target language code")
         parser.add_argument("--encoder", help="encoder artefact as NAME or NAME:VERSION (default: the built-in one)")
-        parser.add_argument("--knn", choices=["exact", "ivf"], default=DEFAULT_PARAMS["knn"])
-        parser.add_argument("--margin", choices=["absolute", "distance", "ratio"], default=DEFAULT_PARAMS["margin"])
-        parser.add_argument("--k", type=int, default=DEFAULT_PARAMS["k"])
-        parser.add_argument(
-            "--strategy",
-            choices=["forward", "backward", "intersection", "max_score"],
-            default=DEFAULT_PARAMS["strategy"],
-        )
-        parser.add_argument("--threshold", type=float, default=None)
-        parser.add_argument("--no-filters", action="store_true")
+        add_param_arguments(parser, SentenceRunParams)
         parser.add_argument("--name", default="")
         parser.add_argument("--async", dest="run_async", action="store_true", help="enqueue on a Celery worker")
 
@@ -37,16 +30,7 @@ class Command(BaseCommand):
             if lang not in corpus.languages:
                 have = ", ".join(corpus.languages)
                 raise CommandError(f"corpus '{corpus}' has no '{lang}' sentences (it has: {have})")
-        params = sentence_run_params(
-            {
-                "knn": o["knn"],
-                "margin": o["margin"],
-                "k": o["k"],
-                "strategy": o["strategy"],
-                "threshold": o["threshold"],
-                "filters": not o["no_filters"],
-            }
-        )
+        params = params_from_options(SentenceRunParams, o)
         run = run_create(
             kind=RunKind.SENTENCE,
             src_corpus=src_corpus,
@@ -54,7 +38,7 @@ class Command(BaseCommand):
             src_lang=o["src"],
             tgt_lang=o["tgt"],
             encoder=_encoder(o["encoder"]) if o["encoder"] else None,
-            params=params,
+            params=params.to_dict(),
             name=o["name"],
             enqueue=o["run_async"],
         )

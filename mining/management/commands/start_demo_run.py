@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand
 
 from mining.models import Corpus, MiningRun, RunKind
-from mining.services.mining_runs import sentence_run_params
+from mining.services.params import SentenceRunParams
 from mining.services.runs import run_create
 
 DEMO_CORPUS = "demo-django-ui"
@@ -30,7 +30,7 @@ class Command(BaseCommand):
             tgt_corpus=corpus,
             src_lang=src,
             tgt_lang=tgt,
-            params=sentence_run_params({}),
+            params=SentenceRunParams().to_dict(),
             name=f"demo {src}-{tgt}",
         )
         self.stdout.write(f"Demo mining run {run.pk} ({src}-{tgt}) enqueued; watch it on the dashboard.")

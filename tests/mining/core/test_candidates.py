@@ -133,7 +133,7 @@ def test_greedy_matches_loop_on_long_chains() -> None:
 def test_rejects_string_options() -> None:
     knn = _oracle_knn(np.eye(2, dtype=np.float32), np.eye(2, dtype=np.float32), 2)
     with pytest.raises(TypeError):
-        mine_candidates(knn, strategy="max_score")  # type: ignore[arg-type]
+        mine_candidates(knn, k=2, strategy="max_score")  # type: ignore[arg-type]
 
 
 def test_does_not_mutate_knn_arrays() -> None:

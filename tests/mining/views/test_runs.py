@@ -53,6 +53,7 @@ def test_start_form_creates_run_with_params_and_enqueues(
         "strategy": "intersection",
         "threshold": 1.05,
         "filters": True,
+        "nprobe": 16,
     }
     assert run.encoder == Artefact.objects.get(kind="encoder", name="usem3", version=1)
 

@@ -1,0 +1,84 @@
+"""A run's parameters are defined once (SentenceRunParams): defaults, parsing, bounds, and the same message for the
+same bad value from the run form, the API and the `mine` command."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from mining.core.candidates import Strategy
+from mining.core.knn import KnnMethod
+from mining.core.margin import Margin
+from mining.forms import RunStartForm
+from mining.models import Corpus, MiningRun
+from mining.services.params import ParamsError, SentenceRunParams
+
+
+def test_defaults_fill_missing_fields_of_older_rows() -> None:
+    # a row written before `nprobe` existed reads back with its default
+    p = SentenceRunParams.from_dict({"knn": "ivf", "margin": "distance", "k": 6, "strategy": "intersection"})
+    assert p == SentenceRunParams(
+        knn=KnnMethod.IVF, margin=Margin.DISTANCE, k=6, strategy=Strategy.INTERSECTION, threshold=None, nprobe=16
+    )
+    assert p.to_dict() == {
+        "knn": "ivf",
+        "margin": "distance",
+        "k": 6,
+        "strategy": "intersection",
+        "threshold": None,
+        "filters": True,
+        "nprobe": 16,
+    }
+    assert SentenceRunParams.from_dict(p.to_dict()) == p
+
+
+def test_values_are_parsed_from_form_and_command_line_strings() -> None:
+    p = SentenceRunParams.from_dict({"k": "16", "threshold": "1.05", "filters": "false", "margin": "Ratio"})
+    assert (p.k, p.threshold, p.filters, p.margin) == (16, 1.05, False, Margin.RATIO)
+    # a blank optional field is "not set"; a blank required one takes the default
+    assert SentenceRunParams.from_dict({"threshold": "", "k": ""}).threshold is None
+    assert SentenceRunParams.from_dict({"k": ""}).k == 4
+
+
+def test_every_bad_field_is_named_once() -> None:
+    with pytest.raises(ParamsError) as exc:
+        SentenceRunParams.from_dict({"k": 0, "margin": "foo", "nprobe": "many", "threshold": "nan", "kk": 4})
+    assert exc.value.errors == {
+        "k": "must be at least 1 (got 0)",
+        "margin": "'foo' is not one of: absolute, distance, ratio",
+        "nprobe": "'many' is not a whole number",
+        "threshold": "must be a number, not NaN",
+        "kk": "is not a parameter of sentence runs",
+    }
+    with pytest.raises(ParamsError) as exc:
+        SentenceRunParams.from_dict({"k": 65, "k_": None} | {"k": 2.5})
+    assert exc.value.errors["k"] == "'2.5' is not a whole number"
+
+
+@pytest.fixture
+def corpus(db) -> Corpus:
+    return Corpus.objects.create(name="tiny", languages=["en", "fr"])
+
+
+BAD = [("k", "0", "must be at least 1 (got 0)"), ("margin", "foo", "'foo' is not one of: absolute, distance, ratio")]
+
+
+@pytest.mark.parametrize(("name", "value", "message"), BAD)
+def test_same_bad_value_same_message_from_form_api_and_cli(
+    name, value, message, corpus, staff_client, monkeypatch
+) -> None:
+    base = {"kind": "sentence", "src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr"}
+
+    form = RunStartForm(data={**base, name: value})
+    assert not form.is_valid()
+    assert form.errors[name] == [message]
+
+    response = staff_client.post(reverse("api-run-list"), {**base, name: value}, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {name: [message]}
+
+    with pytest.raises(CommandError) as exc:
+        call_command("mine", "tiny", "--src", "en", "--tgt", "fr", f"--{name}", value)
+    assert str(exc.value) == f"{name}: {message}"
+    assert MiningRun.objects.count() == 0
