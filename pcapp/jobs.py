@@ -8,9 +8,11 @@ imports this module.
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_ready
 
-from mining.models import MiningRun, RunKind
+from mining.models import ImportJob, MiningRun, RunKind
 from mining.services.execute import RunHandler, execute_run_service
+from mining.services.jobs import jobs_reap_stalled
 from mining.services.runs import EXECUTE_RUN_TASK, run_mark_failed
 
 
@@ -49,3 +51,14 @@ def execute_run(self, run_id: int) -> dict:
     """Execute one MiningRun of any kind (the task `mining.services.runs.run_enqueue` sends)."""
     run = MiningRun.objects.get(pk=run_id)
     return execute_job(run=run, task_id=self.request.id or "")
+
+
+def reap_stalled_jobs() -> dict[str, list[int]]:
+    """Mark failed the runs and imports whose worker died (lease expired); they can then be retried."""
+    return {"runs": jobs_reap_stalled(model=MiningRun), "imports": jobs_reap_stalled(model=ImportJob)}
+
+
+@worker_ready.connect
+def _reap_on_worker_start(**_: object) -> None:
+    """A worker that starts (after a crash, or on a new machine) frees the jobs a dead worker left running."""
+    reap_stalled_jobs()

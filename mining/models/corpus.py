@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
-from .runs import JobStatus
+from .jobs import Job
 
 
 class Corpus(models.Model):
@@ -104,7 +104,7 @@ class GoldSentencePair(models.Model):
         indexes = [models.Index(fields=["corpus", "id"], name="gold_sent_corpus_id")]
 
 
-class ImportJob(models.Model):
+class ImportJob(Job):
     """One corpus import: all or nothing, with progress."""
 
     class Format(models.TextChoices):
@@ -120,18 +120,6 @@ class ImportJob(models.Model):
     format = models.CharField(max_length=16, choices=Format.choices)
     paths = ArrayField(models.TextField(), default=list)
     options = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
-    stage = models.CharField(max_length=64, blank=True)
-    done = models.BigIntegerField(default=0)
-    total = models.BigIntegerField(default=0)
-    stats = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -1,18 +1,10 @@
 """Mining runs (sentence mining, document matching, alignment, training) and their shards."""
 
-from django.conf import settings
 from django.db import models
 
+from .jobs import Job, JobStatus
 
-class JobStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
-
-
-FINISHED_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+__all__ = ["JobStatus", "MiningRun", "RunKind", "RunShard"]
 
 
 class RunKind(models.TextChoices):
@@ -24,9 +16,10 @@ class RunKind(models.TextChoices):
     CALIBRATE = "calibrate", "Train calibration model"
     APPLY_CALIBRATION = "apply_calibration", "Apply calibration to a run"
     FINE_TUNE = "fine_tune", "Fine-tune encoder from reviews"
+    SELF_TRAIN = "self_train", "Self-train an encoder on the corpus (no gold pairs)"
 
 
-class MiningRun(models.Model):
+class MiningRun(Job):
     """One unit of background work with its parameters, live progress, timings and outcome."""
 
     kind = models.CharField(max_length=32, choices=RunKind.choices)
@@ -49,21 +42,6 @@ class MiningRun(models.Model):
         help_text="The run this one builds on (e.g. the document run an alignment run aligns).",
     )
     params = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
-    stage = models.CharField(max_length=64, blank=True)
-    done = models.BigIntegerField(default=0)
-    total = models.BigIntegerField(default=0)
-    timings = models.JSONField(default=dict, blank=True)
-    stats = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
-    cancel_requested = models.BooleanField(default=False)
-    celery_task_id = models.CharField(max_length=64, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -71,10 +49,6 @@ class MiningRun(models.Model):
 
     def __str__(self) -> str:
         return self.name or f"{self.get_kind_display()} #{self.pk}"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in FINISHED_STATUSES
 
 
 class RunShard(models.Model):

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..models import MiningRun
+from .jobs import lease_seconds
 from .progress import JobCancelled, ProgressReporter
 from .runs import run_mark_failed, run_mark_finished, run_mark_started
 
@@ -24,7 +25,7 @@ def execute_run_service(*, run: MiningRun, handler: RunHandler, task_id: str = "
     if not run_mark_started(run=run, task_id=task_id):
         return {"run_id": run.pk, "status": run.status}
     try:
-        with ProgressReporter(MiningRun, run.pk) as reporter:
+        with ProgressReporter(MiningRun, run.pk, lease_seconds=lease_seconds()) as reporter:
             stats = handler(run, reporter)
     except JobCancelled:
         run_mark_failed(run=run, error="cancelled by user", cancelled=True)

@@ -6,6 +6,7 @@ the browser meanwhile, so it goes through a second connection that commits each 
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -18,9 +19,15 @@ class JobCancelled(Exception):
 
 
 class ProgressReporter:
-    """Throttled `stage, done, total` updates of one job row (ImportJob or MiningRun) from inside a transaction."""
+    """Throttled `stage, done, total` updates of one job row (ImportJob or MiningRun) from inside a transaction.
 
-    def __init__(self, model: type[models.Model], pk: int, *, min_interval: float = 0.5) -> None:
+    While it is open, a daemon thread renews the job's lease every quarter of the lease time, even through a long
+    stage that reports no progress; when the process dies the renewals stop and the job shows as stalled.
+    """
+
+    def __init__(
+        self, model: type[models.Model], pk: int, *, min_interval: float = 0.5, lease_seconds: float | None = None
+    ) -> None:
         self._table = model._meta.db_table
         self._pk = pk
         self._min_interval = min_interval
@@ -31,6 +38,29 @@ class ProgressReporter:
         params.pop("context", None)
         params.pop("prepare_threshold", None)
         self._conn = psycopg.connect(**params, autocommit=True)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+        if lease_seconds and any(f.name == "lease_expires_at" for f in model._meta.get_fields()):
+            self._lease = float(lease_seconds)
+            self._renew()
+            self._heartbeat = threading.Thread(target=self._beat, name=f"lease-{self._table}-{pk}", daemon=True)
+            self._heartbeat.start()
+
+    def _renew(self) -> None:
+        with self._lock:
+            self._conn.execute(
+                f"UPDATE {self._table} SET lease_expires_at = now() + make_interval(secs => %s) "
+                "WHERE id = %s AND status = 'running'",
+                [self._lease, self._pk],
+            )
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._lease / 4):
+            try:
+                self._renew()
+            except psycopg.Error:  # the job goes on; a lost connection shows as a stalled lease
+                return
 
     def __enter__(self) -> ProgressReporter:
         return self
@@ -39,6 +69,9 @@ class ProgressReporter:
         self.close()
 
     def close(self) -> None:
+        self._stop.set()
+        if self._heartbeat is not None:
+            self._heartbeat.join()
         self._conn.close()
 
     def update(
@@ -54,12 +87,16 @@ class ProgressReporter:
             if value is not None:
                 sets.append(f"{column} = %s")
                 values.append(value)
-        if sets:
-            self._conn.execute(f"UPDATE {self._table} SET {', '.join(sets)} WHERE id = %s", [*values, self._pk])
-        if self._can_cancel:
-            row = self._conn.execute(f"SELECT cancel_requested FROM {self._table} WHERE id = %s", [self._pk]).fetchone()
-            if row and row[0]:
-                raise JobCancelled(f"{self._table} {self._pk} was cancelled")
+        with self._lock:
+            if sets:
+                self._conn.execute(f"UPDATE {self._table} SET {', '.join(sets)} WHERE id = %s", [*values, self._pk])
+            row = (
+                self._conn.execute(f"SELECT cancel_requested FROM {self._table} WHERE id = %s", [self._pk]).fetchone()
+                if self._can_cancel
+                else None
+            )
+        if row and row[0]:
+            raise JobCancelled(f"{self._table} {self._pk} was cancelled")
 
     def progress(self, done: int, total: int) -> None:
         """A `progress(done, total)` callback for the numeric core."""

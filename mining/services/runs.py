@@ -6,15 +6,21 @@ Each state change of a MiningRun goes through one function here; views, tasks an
 from __future__ import annotations
 
 import logging
-import traceback
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from pcapp.celery import app as celery_app
 
-from ..models import Artefact, Corpus, JobStatus, MiningRun, RunKind, RunShard
+from ..models import Artefact, Corpus, MiningRun, RunKind
+from .jobs import (
+    job_cancel,
+    job_mark_failed,
+    job_mark_finished,
+    job_mark_started,
+    job_record_timing,
+    job_reset_for_retry,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -92,76 +98,35 @@ def run_enqueue(*, run: MiningRun) -> None:
     transaction.on_commit(lambda: send_run_task(run_id))
 
 
-def check_can_cancel(run: MiningRun) -> None:
-    """A finished run cannot be cancelled."""
-    if run.is_finished:
-        raise ValueError(f"run {run.pk} has already finished ({run.status})")
-
-
 @transaction.atomic
 def run_cancel(*, run: MiningRun) -> MiningRun:
     """Ask a run to stop: a pending run is cancelled at once, a running one stops at its next progress report."""
-    check_can_cancel(run)
-    updates: dict[str, Any] = {"cancel_requested": True}
-    if run.status == JobStatus.PENDING:
-        updates.update(status=JobStatus.CANCELLED, finished_at=timezone.now())
-    MiningRun.objects.filter(pk=run.pk).update(**updates)
-    run.refresh_from_db()
-    return run
+    return job_cancel(job=run)
 
 
 @transaction.atomic
 def run_retry(*, run: MiningRun) -> MiningRun:
-    """Re-run a failed or cancelled run; finished shards are kept, so it resumes where it stopped."""
-    if run.status not in (JobStatus.FAILED, JobStatus.CANCELLED):
-        raise ValueError(f"only failed or cancelled runs can be re-run (run {run.pk} is {run.status})")
-    MiningRun.objects.filter(pk=run.pk).update(
-        status=JobStatus.PENDING, error="", cancel_requested=False, finished_at=None
-    )
-    run.refresh_from_db()
+    """Re-run a failed, cancelled or stalled run and enqueue it."""
+    job_reset_for_retry(job=run)
     run_enqueue(run=run)
     return run
 
 
 def run_mark_started(*, run: MiningRun, task_id: str = "") -> bool:
-    """Move a pending (or re-queued) run to running; False if it was cancelled or already finished meanwhile."""
-    n = MiningRun.objects.filter(pk=run.pk, status__in=[JobStatus.PENDING, JobStatus.RUNNING]).update(
-        status=JobStatus.RUNNING, started_at=timezone.now(), celery_task_id=task_id, error=""
-    )
-    run.refresh_from_db()
-    return bool(n)
+    """Take a pending (or stalled) run for this worker; False if it was cancelled, finished, or is held already."""
+    return job_mark_started(job=run, task_id=task_id)
 
 
 def run_mark_finished(*, run: MiningRun, stats: dict | None = None) -> None:
     """Record success and the run's summary figures."""
-    MiningRun.objects.filter(pk=run.pk).update(
-        status=JobStatus.SUCCEEDED, finished_at=timezone.now(), stage="done", stats={**run.stats, **(stats or {})}
-    )
+    job_mark_finished(job=run, stats=stats)
 
 
 def run_mark_failed(*, run: MiningRun, error: BaseException | str, cancelled: bool = False) -> None:
     """Record a failure (with the error text shown on the run page) or a cancellation."""
-    if isinstance(error, BaseException):
-        text = f"{type(error).__name__}: {error}"
-        logger.error("run %s failed: %s", run.pk, "".join(traceback.format_exception(error)))
-    else:
-        text = error
-    MiningRun.objects.filter(pk=run.pk).update(
-        status=JobStatus.CANCELLED if cancelled else JobStatus.FAILED, finished_at=timezone.now(), error=text
-    )
+    job_mark_failed(job=run, error=error, cancelled=cancelled)
 
 
 def run_record_timing(*, run: MiningRun, stage: str, seconds: float) -> None:
     """Add one stage's wall time to the run's timings (seconds)."""
-    run.timings = {**run.timings, stage: round(seconds, 3)}
-    MiningRun.objects.filter(pk=run.pk).update(timings=run.timings)
-
-
-def shard_done(*, run: MiningRun, stage: str, shard_no: int) -> bool:
-    """True if this shard of this stage already finished (a re-run skips it)."""
-    return RunShard.objects.filter(run=run, stage=stage, shard_no=shard_no).exists()
-
-
-def shard_mark_done(*, run: MiningRun, stage: str, shard_no: int, result: dict | None = None) -> None:
-    """Record a finished shard (idempotent)."""
-    RunShard.objects.update_or_create(run=run, stage=stage, shard_no=shard_no, defaults={"result": result or {}})
+    job_record_timing(job=run, stage=stage, seconds=seconds)
