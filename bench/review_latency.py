@@ -21,7 +21,7 @@ def fill(n: int) -> None:
     from django.db import transaction
 
     from mining.models import Corpus, Document, MiningRun, RunKind, Sentence, SentencePairCandidate
-    from mining.services.bulk import copy_rows, reserve_ids
+    from mining.db.bulk import copy_rows, reserve_ids
 
     if SentencePairCandidate.objects.filter(run__name=f"bench-{n}").count() == n:
         return

@@ -16,7 +16,7 @@ import numpy as np
 from django.db import connection
 
 from ..models import Corpus, Document, GoldDocumentPair, GoldSentencePair, Sentence
-from ..services.bulk import reserve_ids
+from ..db.bulk import reserve_ids
 from .errors import ImportFailure
 from .readers import Doc, Pair
 from .text import detect_languages, norm_hash, split_sentences

@@ -44,7 +44,7 @@ from ..models import (
     Sentence,
     SentencePairCandidate,
 )
-from .bulk import copy_rows
+from ..db.bulk import copy_rows
 from .embeddings import embed_side
 from .encoders import artefact_path, encoder_default, load_encoder
 from .progress import ProgressReporter

@@ -18,7 +18,7 @@ from ..core.candidates import mine_candidates
 from ..core.knn import KnnMethod, knn_both
 from ..core.types import Candidates, Direction
 from ..models import MiningRun, SentencePairCandidate
-from .bulk import copy_rows
+from ..db.bulk import copy_rows
 from .embeddings import Side, embed_side, side_sentences
 from .encoders import encoder_default, load_encoder
 from .params import SentenceRunParams

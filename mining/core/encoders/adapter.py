@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -156,6 +156,7 @@ def train_adapter(
     domain: np.ndarray | None = None,
     seed: int = 0,
     progress: Progress | None = None,
+    held_out_score: Callable[[AdapterModel, np.ndarray], float] | None = None,
 ) -> AdapterModel:
     """Train an adapter on aligned pairs of base embeddings (``src_emb[i]`` translates ``tgt_emb[i]``).
 
@@ -168,6 +169,8 @@ def train_adapter(
             seen `config.domain_weight` times per epoch and the held-out pairs are drawn from them.
         seed: seeds the weights, the validation split and the batch order.
         progress: ``progress(done, total)`` in optimisation steps.
+        held_out_score: ``held_out_score(model, held_out_rows) -> float`` (higher = better) picks the epoch instead
+            of the held-out pairs' P@1 among themselves (self-training scores pseudo-pairs against the whole corpus).
 
     Returns:
         The model, with the weights of the epoch that scored best on the held-out pairs (`history`, `best_epoch`).
@@ -206,7 +209,8 @@ def train_adapter(
     batches_per_epoch = max(1, len(epoch_rows) // config.batch_size)
     total, done = batches_per_epoch * config.epochs, 0
     val_src, val_tgt = src_emb[val_rows], tgt_emb[val_rows]
-    history = [_p_at_1(model, val_src, val_tgt)] if len(val_rows) else []
+    score = (lambda m: held_out_score(m, val_rows)) if held_out_score else (lambda m: _p_at_1(m, val_src, val_tgt))
+    history = [score(model)] if len(val_rows) else []
     best_state, best_epoch = None, 0
     for epoch in range(config.epochs):
         model.train()
@@ -243,7 +247,7 @@ def train_adapter(
             if progress:
                 progress(done, total)
         if len(val_rows):
-            history.append(_p_at_1(model, val_src, val_tgt))
+            history.append(score(model))
             logger.info("adapter epoch %d: loss %.4f, validation P@1 %.4f", epoch + 1, loss.item(), history[-1])
             if history[-1] > history[best_epoch]:
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -304,9 +308,11 @@ class AdaptedEncoder(SentenceEncoder):
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, threads: int | None = 1) -> AdaptedEncoder:
-        from mining.core.encoders.registry import get_encoder
-
+    def load(
+        cls, path: str | os.PathLike[str], *, load_base: Callable[..., SentenceEncoder], threads: int | None = 1
+    ) -> AdaptedEncoder:
+        """The adapted encoder saved at `path`; `load_base(name, threads=...)` builds its base (the registry's
+        `get_encoder`, passed in so this module does not import the registry that imports it)."""
         data = torch.load(path, weights_only=False)
-        base = get_encoder(data["base"], threads=threads or 1)
+        base = load_base(data["base"], threads=threads or 1)
         return cls(base, AdapterModel.from_state(data["adapter"]), data["src_lang"], data["tgt_lang"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -81,10 +81,11 @@ def save_combination(path: str | os.PathLike[str], members: Sequence[tuple[str, 
     os.replace(tmp, path)
 
 
-def load_combination(path: str | os.PathLike[str], *, threads: int | None = 1) -> ConcatEncoder:
-    """The ConcatEncoder a combination file describes, its members loaded through the encoder registry."""
-    from mining.core.encoders.registry import get_encoder
-
+def load_combination(
+    path: str | os.PathLike[str], *, load_member: Callable[..., SentenceEncoder], threads: int | None = 1
+) -> ConcatEncoder:
+    """The ConcatEncoder a combination file describes, each member built by `load_member(name, **kwargs)` (the
+    registry's `get_encoder`, passed in so this module does not import the registry that imports it)."""
     path = Path(path)
     try:
         rows = json.loads(path.read_text())["members"]
@@ -95,5 +96,5 @@ def load_combination(path: str | os.PathLike[str], *, threads: int | None = 1) -
         kwargs: dict = {"threads": threads or 1}
         if row.get("path"):
             kwargs["path"] = str(path.parent / row["path"])
-        encoders.append(get_encoder(row["name"], **kwargs))
+        encoders.append(load_member(row["name"], **kwargs))
     return ConcatEncoder(encoders, [row["weight"] for row in rows])

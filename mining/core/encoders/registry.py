@@ -93,13 +93,13 @@ def _local(path: str | os.PathLike[str], threads: int | None = 1, **options: Any
 def _adapted(path: str | os.PathLike[str], threads: int | None = 1) -> SentenceEncoder:
     from mining.core.encoders.adapter import AdaptedEncoder
 
-    return AdaptedEncoder.load(path, threads=threads)
+    return AdaptedEncoder.load(path, load_base=get_encoder, threads=threads)
 
 
 def _combined(path: str | os.PathLike[str], threads: int | None = 1) -> SentenceEncoder:
     from mining.core.encoders.combine import load_combination
 
-    return load_combination(path, threads=threads)
+    return load_combination(path, load_member=get_encoder, threads=threads)
 
 
 register("usem3", _usem3)

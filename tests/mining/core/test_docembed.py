@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -136,14 +132,3 @@ def test_training_is_seeded_and_unigram_only_whatever_the_config():
     np.testing.assert_array_equal(a.embed_texts(s, Side.SOURCE), b.embed_texts(s, Side.SOURCE))
     with pytest.raises(ValueError, match="unigrams only"):
         DocumentBow(build_model(DanConfig(n_buckets=64, emb_dim=4, hidden=(4,), out_dim=4), 0), "en", "fr")
-
-
-def test_importing_docembed_loads_no_django_or_celery():
-    code = (
-        "import sys, mining.core.docembed\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in {'django', 'celery', 'pcapp', 'annotation'})\n"
-        "assert not bad, bad\n"
-    )
-    root = Path(__file__).resolve().parents[3]
-    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr

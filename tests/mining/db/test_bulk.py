@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 
 from mining.models import Sentence
-from mining.services.bulk import reserve_ids
+from mining.db.bulk import reserve_ids
 
 pytestmark = pytest.mark.django_db
 

