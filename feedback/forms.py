@@ -1,0 +1,50 @@
+"""Forms of the calibration page: every field a POST or query string carries is parsed here, never by hand."""
+
+from __future__ import annotations
+
+from django import forms
+
+from annotation.models import Campaign
+from mining.models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
+from mining.services.calibrators import METHODS
+
+
+class TargetForm(forms.Form):
+    """The target precision of the threshold panel (?target=)."""
+
+    target = forms.FloatField(min_value=0.5, max_value=0.999, required=False)
+
+    def value(self) -> float:
+        """The target asked for, or 0.95 when absent or invalid (the panel then says so through the form errors)."""
+        if self.is_valid() and self.cleaned_data["target"] is not None:
+            return float(self.cleaned_data["target"])
+        return 0.95
+
+
+class CalibrationTrainForm(forms.Form):
+    campaign = forms.ModelChoiceField(queryset=Campaign.objects.all(), required=False)
+    method = forms.ChoiceField(choices=[(m, m) for m in METHODS], initial="head")
+
+
+class CalibrationApplyForm(forms.Form):
+    """Store a threshold for the pair, and/or apply the latest calibration model to one of its runs."""
+
+    threshold = forms.FloatField(required=False)
+    target = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
+    estimate = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
+    run = forms.ModelChoiceField(queryset=MiningRun.objects.filter(kind=RunKind.SENTENCE), required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("threshold") is None and data.get("run") is None and not self.errors:
+            raise forms.ValidationError("Give a threshold to store or a run to apply the calibration to.")
+        return data
+
+
+class FineTuneForm(forms.Form):
+    encoder = forms.ModelChoiceField(
+        queryset=Artefact.objects.filter(kind=ArtefactKind.ENCODER), error_messages={"required": "pick a DAN encoder"}
+    )
+    campaign = forms.ModelChoiceField(queryset=Campaign.objects.all(), required=False)
+    eval_corpus = forms.ModelChoiceField(queryset=Corpus.objects.all())
+    seed = forms.IntegerField(min_value=0, initial=0, required=False)
