@@ -12,8 +12,8 @@ from mining.models import (
     SentencePairCandidate,
 )
 from mining.services.calibrators import threshold_apply
-from pcapp.jobs import execute_job
 from mining.services.runs import run_create
+from pcapp.jobs import execute_job
 from pcapp.roles import reviewers_group
 from tests.mining.services.test_mining_runs import PAIRS, _corpus
 

@@ -9,6 +9,8 @@ import pytest
 from django.urls import reverse
 
 from annotation.services import label_pair
+from feedback.services import fine_tuning
+from feedback.services.fine_tuning import check_fine_tune, gate_decision, review_pairs
 from mining.forms import RunStartForm
 from mining.models import (
     Artefact,
@@ -22,11 +24,9 @@ from mining.models import (
     Sentence,
     SentencePairCandidate,
 )
-from feedback.services import fine_tuning
 from mining.services.encoders import encoder_default, load_encoder
-from pcapp.jobs import execute_job
-from feedback.services.fine_tuning import check_fine_tune, gate_decision, review_pairs
 from mining.services.runs import run_create
+from pcapp.jobs import execute_job
 from tests.mining.services.test_mining_runs import PAIRS
 
 TSV = Path(__file__).resolve().parents[1] / "data" / "import" / "admin-en-fr.tsv"
