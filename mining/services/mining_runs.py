@@ -17,8 +17,8 @@ from django.db import transaction
 from ..core.candidates import mine_candidates
 from ..core.knn import KnnMethod, knn_both
 from ..core.types import Candidates, Direction
-from ..models import MiningRun, SentencePairCandidate
 from ..db.bulk import copy_rows
+from ..models import MiningRun, SentencePairCandidate
 from .embeddings import Side, embed_side, side_sentences
 from .encoders import encoder_default, load_encoder
 from .params import SentenceRunParams

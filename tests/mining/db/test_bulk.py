@@ -3,8 +3,8 @@
 import pytest
 from django.db import connection
 
-from mining.models import Sentence
 from mining.db.bulk import reserve_ids
+from mining.models import Sentence
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ import pytest
 
 from mining.models import Corpus, Document, JobStatus, RunKind, Sentence, SentencePairCandidate
 from mining.services.embeddings import embeddings_dir
-from pcapp.jobs import execute_job
 from mining.services.runs import run_create, run_retry
+from pcapp.jobs import execute_job
 
 PAIRS = [
     ("The file could not be opened.", "Le fichier n'a pas pu être ouvert."),

@@ -3,8 +3,8 @@
 import pytest
 
 from mining.models import Artefact, ArtefactKind, GoldSentencePair, JobStatus, RunKind, Sentence, SentencePairCandidate
-from pcapp.jobs import execute_job
 from mining.services.runs import run_create
+from pcapp.jobs import execute_job
 from tests.mining.services.test_mining_runs import PAIRS, _corpus
 
 
