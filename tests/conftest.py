@@ -17,11 +17,37 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(autouse=True)
+def _torch_threads_restored() -> Iterator[None]:
+    """A test that changes torch's process-wide thread count leaves it as it found it."""
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    yield
+    if before is not None:
+        sys.modules["torch"].set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
 def _data_dir(settings, tmp_path: Path) -> Path:
     """Every test gets its own PCAPP_DATA_DIR."""
     settings.PCAPP_DATA_DIR = tmp_path / "pcapp-data"
     settings.PCAPP_DATA_DIR.mkdir()
     return settings.PCAPP_DATA_DIR
+
+
+@pytest.fixture
+def register_encoder() -> Iterator:
+    """`register_encoder(name, factory)` registers a test encoder; it is unregistered again after the test."""
+    from mining.core.encoders.registry import register, unregister
+
+    names: list[str] = []
+
+    def add(name: str, factory) -> None:
+        register(name, factory, replace=True)
+        names.append(name)
+
+    yield add
+    for name in names:
+        unregister(name)
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
-"""Encoder artefacts: the built-in default, trained and local-path encoders, loaded lazily and cached per process."""
+"""Encoder artefacts: the built-in default, trained and local-path encoders, loaded lazily (the core's encoder
+registry caches each one per process, keyed by name, path and threads)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,9 +12,6 @@ from django.db import transaction
 from django.db.models import Max
 
 from ..models import Artefact, ArtefactKind
-
-_cache: dict[tuple[str, int, str], Any] = {}
-_lock = threading.Lock()
 
 
 def encoder_default() -> Artefact:
@@ -39,18 +36,14 @@ def artefact_path(artefact: Artefact) -> Path | None:
 
 
 def load_encoder(artefact: Artefact) -> Any:
-    """A `SentenceEncoder` for the artefact, loaded once per process."""
+    """A `SentenceEncoder` for the artefact, loaded once per process (by the registry's cache)."""
     from ..core.encoders.registry import get_encoder
 
-    key = (artefact.name, artefact.version, artefact.path)
-    with _lock:
-        if key not in _cache:
-            path = artefact_path(artefact)
-            kwargs: dict[str, Any] = {"threads": settings.PCAPP_COMPUTE_THREADS}
-            if path is not None:
-                kwargs["path"] = str(path)
-            _cache[key] = get_encoder(artefact.name, **kwargs)
-        return _cache[key]
+    path = artefact_path(artefact)
+    kwargs: dict[str, Any] = {"threads": settings.PCAPP_COMPUTE_THREADS}
+    if path is not None:
+        kwargs["path"] = str(path)
+    return get_encoder(artefact.name, **kwargs)
 
 
 @transaction.atomic

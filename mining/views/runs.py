@@ -7,24 +7,15 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
-from django_htmx.middleware import HtmxDetails
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
+from pcapp.http import HtmxHttpRequest
 from pcapp.permissions import reviewer_required, staff_required
 
 from ..forms import RunStartForm
 from ..models import MiningRun
 from ..selectors import run_get, run_list, run_progress
 from ..services.runs import run_cancel, run_create, run_retry
-
-# htmx stops polling when it receives this status (django-htmx HttpResponseStopPolling uses it too).
-STOP_POLLING = 286
-
-
-class HtmxHttpRequest(HttpRequest):
-    """A request that went through django-htmx's middleware."""
-
-    htmx: HtmxDetails
 
 
 def get_run_or_404(pk: int) -> MiningRun:
@@ -70,12 +61,13 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @reviewer_required
 def run_progress_partial(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """The #run-progress fragment; once the run has ended it is sent without the trigger and with status 286."""
+    """The #run-progress fragment; once the run has ended it is sent without the trigger, as htmx's stop-polling
+    response (286)."""
     run = get_run_or_404(pk)
     progress = run_progress(run=run)
     response = render(request, "mining/run_detail.html#run-progress", {"run": run, "progress": progress})
     if progress.finished and request.htmx:
-        response.status_code = STOP_POLLING
+        return HttpResponseStopPolling(response.content)
     return response
 
 

@@ -21,17 +21,20 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make are still synchronous.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator:
+    """One Chromium for the browser tests; it closes (and its event loop ends) when they are done."""
     if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium is missing (apt-get install chromium); `./run tests` installs it")
+        message = "/usr/bin/chromium is missing (apt-get install chromium); `./run tests` installs it"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)  # under CI a browser test that would skip fails instead
+        pytest.skip(message)
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
+    # Playwright's sync API keeps an event loop running in this thread while it is open; the ORM calls the tests
+    # make are still synchronous. Allowed for these tests only, and undone with the browser.
+    with pytest.MonkeyPatch.context() as mp, sync_playwright() as pw:
+        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         try:
             yield chromium

@@ -5,7 +5,14 @@ Importing this package loads no model and no heavy library beyond numpy: use ``g
 
 from mining.core.encoders.base import SentenceEncoder, UnsupportedLanguage, l2_normalize, normalize_lang
 from mining.core.encoders.combine import ConcatEncoder
-from mining.core.encoders.registry import DEFAULT_ENCODER, available, clear_cache, get_encoder, register
+from mining.core.encoders.registry import (
+    DEFAULT_ENCODER,
+    available,
+    clear_cache,
+    get_encoder,
+    register,
+    unregister,
+)
 
 __all__ = [
     "DEFAULT_ENCODER",
@@ -18,4 +25,5 @@ __all__ = [
     "l2_normalize",
     "normalize_lang",
     "register",
+    "unregister",
 ]

@@ -38,6 +38,14 @@ def register(name: str, factory: Factory, *, replace: bool = False) -> None:
             del _cache[key]
 
 
+def unregister(name: str) -> None:
+    """Forget a registered name and its loaded encoders (tests; plug-ins that go away)."""
+    with _lock:
+        _factories.pop(name, None)
+        for key in [k for k in _cache if k[0] == name]:
+            del _cache[key]
+
+
 def available() -> list[str]:
     """Registered encoder names, sorted."""
     return sorted(_factories)

@@ -7,7 +7,7 @@ import pytest
 
 from mining.core.encoders.adapter import AdaptedEncoder, AdapterConfig, AdapterModel, train_adapter
 from mining.core.encoders.base import UnsupportedLanguage
-from mining.core.encoders.registry import get_encoder, register
+from mining.core.encoders.registry import get_encoder
 from tests.mining.core.encoders.helpers import TableEncoder, p_at_1
 
 SMALL = AdapterConfig(hidden=(32, 32), batch_size=32, lr=3e-3, epochs=8, hard_negatives=3, validation=0.2)
@@ -82,11 +82,11 @@ def test_repeated_texts_are_never_their_own_negatives():
     assert np.isfinite(model.transform(src, "src")).all()
 
 
-def test_adapted_encoder_picks_the_tower_by_language_and_round_trips(tmp_path):
+def test_adapted_encoder_picks_the_tower_by_language_and_round_trips(tmp_path, register_encoder):
     src, tgt = _skewed_pairs(200, 8)
     table = {f"en{i}": src[i] for i in range(200)} | {f"fr{i}": tgt[i] for i in range(200)}
     base = TableEncoder("table-adapter-test", table, None)
-    register("table-adapter-test", lambda threads=1: base, replace=True)
+    register_encoder("table-adapter-test", lambda threads=1: base)
     model = train_adapter(src, tgt, config=SMALL, seed=0)
     encoder = AdaptedEncoder(base, model, "en", "fr_FR")
     en = encoder.encode([f"en{i}" for i in range(200)], "en")

@@ -17,6 +17,7 @@ from mining.core.encoders import (
     l2_normalize,
     normalize_lang,
     register,
+    unregister,
 )
 from mining.core.encoders.registry import DEFAULT_ENCODER
 from tests.mining.core.encoders.helpers import TableEncoder
@@ -67,14 +68,14 @@ def test_unsupported_language_is_a_clear_error():
     assert not enc.supports("de") and enc.supports("FR")
 
 
-def test_registry_lazy_cached_per_arguments():
+def test_registry_lazy_cached_per_arguments(register_encoder):
     built = []
 
     def factory(path: str = "x", threads: int = 1):
         built.append((path, threads))
         return TableEncoder(f"fake:{path}", _table(3, len(built)), None)
 
-    register("fake-test", factory, replace=True)
+    register_encoder("fake-test", factory)
     clear_cache()
     assert built == []
     assert {"usem3", "dan", "local", "fake-test"} <= set(available())
@@ -130,19 +131,17 @@ def test_concat_progress_covers_all_members():
     assert seen == [(3, 8), (4, 8), (7, 8), (8, 8)]
 
 
-def test_combination_file_loads_its_members_through_the_registry_and_moves_with_its_folder(tmp_path):
+def test_combination_file_loads_its_members_through_the_registry_and_moves_with_its_folder(tmp_path, register_encoder):
     import json
     import shutil
 
     from mining.core.encoders.combine import save_combination
 
     a = TableEncoder("a", _table(4, 1), None)
-    register("table-combo-a", lambda threads=1: a, replace=True)
+    register_encoder("table-combo-a", lambda threads=1: a)
     # A member with a model file: the factory builds its table from the file's seed.
-    register(
-        "table-combo-file",
-        lambda path, threads=1: TableEncoder("f", _table(6, int(open(path).read())), None),
-        replace=True,
+    register_encoder(
+        "table-combo-file", lambda path, threads=1: TableEncoder("f", _table(6, int(open(path).read())), None)
     )
     folder = tmp_path / "models"
     folder.mkdir()
@@ -166,3 +165,12 @@ def test_combination_file_loads_its_members_through_the_registry_and_moves_with_
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(ValueError, match="bad.json: not a combination file"):
         get_encoder("combined", path=tmp_path / "bad.json")
+
+
+def test_unregister_forgets_the_name_and_its_loaded_encoders():
+    register("tmp-unregister", lambda threads=1: TableEncoder("t", _table(3, 1), None))
+    assert get_encoder("tmp-unregister") is get_encoder("tmp-unregister")
+    unregister("tmp-unregister")
+    assert "tmp-unregister" not in available()
+    with pytest.raises(KeyError, match="unknown encoder 'tmp-unregister'"):
+        get_encoder("tmp-unregister")

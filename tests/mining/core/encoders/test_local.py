@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +16,13 @@ WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "bonjou
 
 
 @pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory) -> Path:
-    os.environ["HF_HUB_OFFLINE"] = "1"
+def tiny_model_dir(tmp_path_factory) -> Iterator[Path]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        yield _build_tiny_model(tmp_path_factory)
+
+
+def _build_tiny_model(tmp_path_factory) -> Path:
     transformers = pytest.importorskip("transformers")
     st_modules = pytest.importorskip("sentence_transformers.sentence_transformer.modules")
     from sentence_transformers import SentenceTransformer
