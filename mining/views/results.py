@@ -7,13 +7,14 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET
 
+from pcapp.http import HtmxHttpRequest
 from pcapp.permissions import reviewer_required
 
 from ..charts import histogram_svg, yield_svg
 from ..forms import CandidateFilterForm
 from ..models import MiningRun, RunKind
 from ..selectors import candidate_page, filter_reasons, run_compare, run_threshold, score_histogram
-from .runs import HtmxHttpRequest, get_run_or_404
+from .runs import get_run_or_404
 
 PAGE_SIZE = 50
 
