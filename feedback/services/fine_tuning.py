@@ -21,12 +21,17 @@ from django.db import connection, transaction
 from annotation.models import Label, Verdict
 from mining.core.calibration.hardneg import review_training_pairs
 from mining.core.encoders.dan_finetune import FineTuneConfig, fine_tune_dan
+from mining.core.evaluation_report import EvaluationReport, evaluate_encoder
 from mining.models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
 from mining.services.encoders import load_encoder
-from mining.services.evaluation import EvaluationReport, bucc_from_corpus, evaluate_corpus, gold_pairs_of
+from mining.services.evaluation import bucc_from_corpus, gold_pairs_of
+from mining.services.params import SentenceRunParams
 from mining.services.progress import ProgressReporter
 from mining.services.runs import run_record_timing
 from mining.services.training_runs import artefact_create
+
+# Before and after figures at the margin neighbourhood a sentence run uses by default.
+DEFAULT_K = SentenceRunParams().k
 
 FINE_TUNE_PARAMS = {
     "campaign",
@@ -196,11 +201,11 @@ def execute_fine_tune(run: MiningRun, reporter: ProgressReporter) -> dict:
     run_record_timing(run=run, stage="fine-tune", seconds=time.perf_counter() - t0)
     reporter.update(stage="evaluate", force=True)
     t0 = time.perf_counter()
-    before = _figures(evaluate_corpus(bucc, encoder, run.src_lang, run.tgt_lang))
+    before = _figures(evaluate_encoder(bucc, encoder, run.src_lang, run.tgt_lang, k=DEFAULT_K))
     after = (
         before
         if result.best_epoch == 0
-        else _figures(evaluate_corpus(bucc, result.encoder, run.src_lang, run.tgt_lang))
+        else _figures(evaluate_encoder(bucc, result.encoder, run.src_lang, run.tgt_lang, k=DEFAULT_K))
     )
     run_record_timing(run=run, stage="evaluate", seconds=time.perf_counter() - t0)
     gate = gate_decision(before, after, changed=result.best_epoch > 0)

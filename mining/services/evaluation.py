@@ -1,25 +1,11 @@
-"""Evaluate sentence mining on a corpus with gold pairs: build a BUCC-style test set and score every configuration."""
+"""Load a corpus's gold pairs and unpaired sentences into a BUCC-style test set (the split and the scoring are in
+mining.core.evaluation_report)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
-import numpy as np
-
-from ..core.evaluation import BuccSet, MiningScore, build_bucc, evaluate_mining
+from ..core.evaluation import BuccSet, build_bucc
+from ..core.evaluation_report import split_gold
 from ..models import Corpus, GoldSentencePair, Sentence
-
-
-@dataclass(frozen=True)
-class EvaluationReport:
-    """The test set's size and every margin x strategy's figures."""
-
-    n_src: int
-    n_tgt: int
-    n_gold: int
-    scores: list[MiningScore]
-    gold_p_at_1: float
 
 
 def gold_pairs_of(corpus: Corpus, src_lang: str, tgt_lang: str) -> list[tuple[str, str]]:
@@ -53,16 +39,10 @@ def bucc_from_corpus(
     pairs = gold_pairs_of(corpus, src_lang, tgt_lang)
     if not pairs:
         raise ValueError(f"corpus '{corpus}' has no gold {src_lang}-{tgt_lang} sentence pairs")
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(pairs))
-    # G gold pairs kept, the other P - G split in halves: share = G / (G + (P - G) / 2)  =>  G = sP / (2 - s).
-    n_keep = n_gold or max(1, int(round(parallel_share * len(pairs) / (2 - parallel_share))))
-    n_keep = min(n_keep, len(pairs))
-    rest = order[n_keep:]
-    half = len(rest) // 2
-    gold = [pairs[i] for i in order[:n_keep]]
-    src_d = [pairs[i][0] for i in rest[:half]]
-    tgt_d = [pairs[i][1] for i in rest[half:]]
+    split = split_gold(len(pairs), parallel_share=parallel_share, n_gold=n_gold, seed=seed)
+    gold = [pairs[i] for i in split.parallel]
+    src_d = [pairs[i][0] for i in split.src_only]
+    tgt_d = [pairs[i][1] for i in split.tgt_only]
     paired = GoldSentencePair.objects.filter(corpus=corpus)
     for lang, bucket in ((src_lang, src_d), (tgt_lang, tgt_d)):
         unpaired = (
@@ -75,28 +55,3 @@ def bucc_from_corpus(
     if n_gold:
         n_distractors = int(n_gold * (1 - parallel_share) / parallel_share)
     return build_bucc(gold, src_d, tgt_d, min_words=min_words, seed=seed, n_distractors=n_distractors)
-
-
-def evaluate_corpus(
-    bucc: BuccSet, encoder, src_lang: str, tgt_lang: str, *, k: int | Sequence[int] = 4
-) -> EvaluationReport:
-    """Embed the test set with `encoder` and score every configuration (at each neighbourhood size in `k`)."""
-    src = encoder.encode(bucc.src_texts, src_lang)
-    tgt = encoder.encode(bucc.tgt_texts, tgt_lang)
-    scores, p1 = evaluate_mining(src, tgt, bucc.gold, k=k)
-    return EvaluationReport(len(bucc.src_texts), len(bucc.tgt_texts), len(bucc.gold), scores, p1)
-
-
-def format_report(report: EvaluationReport) -> str:
-    """A plain-text table like the margin paper's: P, R, F1 at the F1-best threshold per margin x strategy."""
-    lines = [
-        f"test set: {report.n_src} source / {report.n_tgt} target sentences, {report.n_gold} gold pairs "
-        f"({100 * report.n_gold / max(1, report.n_src):.1f}% parallel); gold-only P@1 = {report.gold_p_at_1:.3f}",
-        f"{'k':>3}  {'margin':<10}{'strategy':<14}{'threshold':>10}{'P':>8}{'R':>8}{'F1':>8}{'cands':>8}",
-    ]
-    for s in report.scores:
-        lines.append(
-            f"{s.k:>3}  {s.margin:<10}{s.strategy:<14}{s.threshold:>10.4f}{100 * s.precision:>8.1f}"
-            f"{100 * s.recall:>8.1f}{100 * s.f1:>8.1f}{s.n_candidates:>8}"
-        )
-    return "\n".join(lines)

@@ -2,10 +2,11 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
+from mining.core.evaluation_report import evaluate_encoder, format_report
 from mining.management.commands._args import comma_ints
 from mining.models import Artefact, ArtefactKind, Corpus
 from mining.services.encoders import encoder_default, load_encoder
-from mining.services.evaluation import bucc_from_corpus, evaluate_corpus, format_report
+from mining.services.evaluation import bucc_from_corpus
 
 
 class Command(BaseCommand):
@@ -55,6 +56,6 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         if len(bucc.gold) == 0:
             raise CommandError("no gold pairs left after the quality checks (try --min-words 1)")
-        report = evaluate_corpus(bucc, load_encoder(artefact), o["src"], o["tgt"], k=o["k"])
+        report = evaluate_encoder(bucc, load_encoder(artefact), o["src"], o["tgt"], k=o["k"])
         self.stdout.write(f"encoder: {artefact}")
         self.stdout.write(format_report(report))
