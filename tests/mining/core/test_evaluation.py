@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from mining.core.candidates import Strategy
 from mining.core.evaluation import build_bucc, evaluate_mining, gold_p_at_1, near_duplicate_key
 from mining.core.knn import knn_both_ways
 from mining.core.margin import Margin
@@ -40,11 +41,10 @@ def test_evaluate_mining_scores_every_configuration_and_finds_planted_pairs():
     src, tgt, gold = _planted(40, 160)
     scores, p1 = evaluate_mining(src, tgt, gold, k=4)
     assert len(scores) == 3 * 4
-    best = max(scores, key=lambda s: s.f1)
-    assert best.f1 > 0.8
-    assert p1 > 0.9
-    ratio = max(s.f1 for s in scores if s.margin == Margin.RATIO.value)
-    assert 0.0 <= ratio <= 1.0
+    assert {(s.margin, s.strategy) for s in scores} == {(m.value, st.value) for m in Margin for st in Strategy}
+    # 40 planted pairs among 160 random rows a side: every configuration recovers them (F1 >= 0.9 at its best cut)
+    assert min(s.f1 for s in scores) >= 0.9
+    assert p1 == 1.0
 
 
 def test_several_neighbourhood_sizes_share_one_search_and_match_separate_runs():

@@ -70,9 +70,19 @@ def test_admin_cancel_and_retry_actions(admin_client_, django_capture_on_commit_
 
 def test_admin_changelists_render(admin_client_):
     cand = SentencePairCandidateFactory()
-    for name in ("corpus", "sentence", "miningrun", "sentencepaircandidate", "artefact"):
-        assert admin_client_.get(reverse(f"admin:mining_{name}_changelist")).status_code == 200
-    assert admin_client_.get(reverse("admin:mining_miningrun_change", args=[cand.run_id])).status_code == 200
+    run, corpus = cand.run, cand.run.src_corpus
+    shown = {
+        "corpus": corpus.name,
+        "sentence": cand.src.text,
+        "miningrun": str(run),
+        "sentencepaircandidate": f"/admin/mining/sentencepaircandidate/{cand.pk}/change/",
+    }
+    for name, text in shown.items():
+        response = admin_client_.get(reverse(f"admin:mining_{name}_changelist"))
+        assert response.status_code == 200
+        assert text in response.content.decode(), (name, text)
+    change = admin_client_.get(reverse("admin:mining_miningrun_change", args=[run.pk])).content.decode()
+    assert f"<title>{run} | Change mining run" in change
 
 
 def test_every_mining_changelist_renders(admin_client_):

@@ -1,9 +1,8 @@
-"""With 1,000,000 candidates in the database the list views issue the same number of queries as with a handful,
-and stay fast (rows are generated inside Postgres: 1000 x 1000 sentence pairs)."""
+"""With 1,000,000 candidates in the database the list views issue the same number of queries as with a handful (rows
+are generated inside Postgres: 1000 x 1000 sentence pairs). Their times are measured by bench/results_latency.py,
+not asserted here."""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 from django.db import connection
@@ -39,25 +38,22 @@ def million_run():
     return run
 
 
-def _queries_and_time(client, url, params=None):
+def _queries(client, url, params=None) -> int:
     with CaptureQueriesContext(connection) as ctx:
-        t0 = time.perf_counter()
         response = client.get(url, params or {})
-        elapsed = time.perf_counter() - t0
     assert response.status_code == 200
-    return len(ctx), elapsed
+    return len(ctx)
 
 
 def test_query_counts_flat_with_a_million_candidates(staff_client, million_run):
     small = make_run(3)
     assert SentencePairCandidate.objects.filter(run=million_run).count() == SIDE * SIDE
     for params in ({}, {"min_score": "1.5", "filter_reason": "none"}, {"label": "unlabelled"}, {"after": "500000"}):
-        n_small, _ = _queries_and_time(staff_client, reverse("run-results", args=[small.pk]), params)
-        n_big, seconds = _queries_and_time(staff_client, reverse("run-results", args=[million_run.pk]), params)
+        n_small = _queries(staff_client, reverse("run-results", args=[small.pk]), params)
+        n_big = _queries(staff_client, reverse("run-results", args=[million_run.pk]), params)
         assert n_small == n_big, params
-        assert seconds < 10, (params, seconds)
-    n_small, _ = _queries_and_time(staff_client, f"/api/runs/{small.pk}/candidates/")
-    n_big, _ = _queries_and_time(staff_client, f"/api/runs/{million_run.pk}/candidates/")
+    n_small = _queries(staff_client, f"/api/runs/{small.pk}/candidates/")
+    n_big = _queries(staff_client, f"/api/runs/{million_run.pk}/candidates/")
     assert n_small == n_big
-    n_small, _ = _queries_and_time(staff_client, reverse("dashboard"))
+    n_small = _queries(staff_client, reverse("dashboard"))
     assert n_small <= 10  # fixed: corpora, runs, failures, active runs and imports, campaigns, session and user
