@@ -25,6 +25,9 @@ class Job(models.Model):
     stage = models.CharField(max_length=64, blank=True)
     done = models.BigIntegerField(default=0, help_text="Units done in the current stage.")
     total = models.BigIntegerField(default=0, help_text="Units of the current stage (0: unknown).")
+    progress = models.FloatField(
+        default=0.0, help_text="Share of the whole job done, 0 to 1, over all its stages (1 when it succeeded)."
+    )
     timings = models.JSONField(default=dict, blank=True, help_text="Seconds per finished stage.")
     stats = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)

@@ -74,6 +74,7 @@ def job_reset_for_retry(*, job: J) -> J:
         .update(
             status=JobStatus.PENDING,
             error="",
+            progress=0.0,
             cancel_requested=False,
             finished_at=None,
             lease_owner="",
@@ -114,6 +115,7 @@ def job_mark_finished(*, job: Job, stats: dict | None = None) -> None:
         finished_at=timezone.now(),
         stage="done",
         done=models.F("total"),
+        progress=1.0,
         stats={**job.stats, **(stats or {})},
         lease_expires_at=None,
     )

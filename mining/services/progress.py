@@ -75,15 +75,23 @@ class ProgressReporter:
         self._conn.close()
 
     def update(
-        self, *, stage: str | None = None, done: int | None = None, total: int | None = None, force: bool = False
+        self,
+        *,
+        stage: str | None = None,
+        done: int | None = None,
+        total: int | None = None,
+        progress: float | None = None,
+        force: bool = False,
     ) -> None:
-        """Record progress at most every `min_interval` seconds (always when `force` or the stage changes)."""
+        """Record progress at most every `min_interval` seconds (always when `force` or the stage changes).
+
+        `progress` is the share of the whole job done (0 to 1, over all stages), where the job can tell it."""
         now = time.monotonic()
         if not force and stage is None and now - self._last < self._min_interval:
             return
         self._last = now
         sets, values = [], []
-        for column, value in (("stage", stage), ("done", done), ("total", total)):
+        for column, value in (("stage", stage), ("done", done), ("total", total), ("progress", progress)):
             if value is not None:
                 sets.append(f"{column} = %s")
                 values.append(value)
