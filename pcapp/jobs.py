@@ -23,6 +23,7 @@ def run_handlers() -> dict[str, RunHandler]:
     from mining.services.calibrators import execute_apply_calibration
     from mining.services.document_runs import execute_align_run, execute_document_run, execute_train_doc_model
     from mining.services.mining_runs import execute_sentence_run
+    from mining.services.self_training import execute_self_train_run
     from mining.services.training_runs import execute_train_encoder
 
     return {
@@ -34,6 +35,7 @@ def run_handlers() -> dict[str, RunHandler]:
         RunKind.CALIBRATE: execute_calibrate,
         RunKind.APPLY_CALIBRATION: execute_apply_calibration,
         RunKind.FINE_TUNE: execute_fine_tune,
+        RunKind.SELF_TRAIN: execute_self_train_run,
     }
 
 

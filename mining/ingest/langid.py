@@ -45,23 +45,42 @@ def _encode(text: str, max_bytes: int) -> bytes:
 def detect(texts: Sequence[str], *, max_bytes: int = MAX_BYTES) -> list[str]:
     """The ISO 639-1 code py3langid gives each text; '' for texts without any n-gram feature the model knows
     (where py3langid itself falls back to its first class, 'af')."""
+    return detect_with_probability(texts, max_bytes=max_bytes)[0]
+
+
+def detect_with_probability(texts: Sequence[str], *, max_bytes: int = MAX_BYTES) -> tuple[list[str], np.ndarray]:
+    """Each text's language code (as ``detect``) and the model's probability for it.
+
+    The probability is py3langid's normalised one (its ``norm_probs``: the naive-Bayes scores divided by the square
+    root of the text's length in bytes, put through a softmax over its languages). Naive Bayes is overconfident on
+    short text, so a high probability alone does not make a verdict safe: ``mining.core.filters`` also asks for
+    enough text to judge.
+
+    Returns:
+        (n codes, '' where nothing could be told; (n,) float64 probabilities, 0.0 where the code is '').
+    """
     nm, rowbase, out, ptc, pc, classes, aliases = _model()
     encoded = [_encode(t, max_bytes) for t in texts]
     lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
     order = np.argsort(lengths, kind="stable")
     result = np.empty(len(encoded), dtype=object)
+    probs = np.zeros(len(encoded), dtype=np.float64)
     for start in range(0, len(order), CHUNK):
         idx = order[start : start + CHUNK]
-        result[idx] = _detect_chunk(
+        result[idx], probs[idx] = _detect_chunk(
             [encoded[i] for i in idx], lengths[idx], nm, rowbase, out, ptc, pc, classes, aliases
         )
-    return ["" if not t.strip() else code for t, code in zip(texts, result.tolist(), strict=True)]
+    codes = ["" if not t.strip() else code for t, code in zip(texts, result.tolist(), strict=True)]
+    probs[np.array([not c for c in codes], dtype=bool)] = 0.0
+    return codes, probs
 
 
-def _detect_chunk(chunk: list[bytes], lengths: np.ndarray, nm, rowbase, out, ptc, pc, classes, aliases) -> list[str]:
+def _detect_chunk(
+    chunk: list[bytes], lengths: np.ndarray, nm, rowbase, out, ptc, pc, classes, aliases
+) -> tuple[list[str], np.ndarray]:
     n, width = len(chunk), int(lengths.max(initial=0))
     if width == 0:
-        return [""] * n
+        return [""] * n, np.zeros(n)
     # Byte j of every text is one contiguous row of `buf`, so each step of the walk reads and writes in order.
     buf = np.zeros((width, n), dtype=np.int32)
     flat = np.frombuffer(b"".join(chunk), dtype=np.uint8)
@@ -91,9 +110,19 @@ def _detect_chunk(chunk: list[bytes], lengths: np.ndarray, nm, rowbase, out, ptc
         counts.data = np.log1p(counts.data)
         scores += counts @ ptc
         featureless[r] = False
+    # py3langid's norm_probs: the scores divided by T = sqrt(bytes) (which keeps the softmax calibrated across
+    # lengths), a softmax, and aliased classes summed into the first of each pair.
+    scaled = scores.astype(np.float64) / np.sqrt(np.maximum(lengths, 1))[:, None]
+    probs = np.exp(scaled - scaled.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
     floor = scores.min() - 1.0
     for i, j in aliases:
         scores[:, i] = np.maximum(scores[:, i], scores[:, j])
         scores[:, j] = floor
+        probs[:, i] += probs[:, j]
+        probs[:, j] = 0.0
+    best = scores.argmax(axis=1)
+    prob = probs[np.arange(n), best]
     # No feature at all (digits, symbols, a two-letter word): no language can be told.
-    return ["" if none else classes[k] for k, none in zip(scores.argmax(axis=1), featureless, strict=True)]
+    codes = ["" if none else classes[k] for k, none in zip(best, featureless, strict=True)]
+    return codes, np.where(featureless, 0.0, prob)

