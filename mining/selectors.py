@@ -22,6 +22,7 @@ from .models import (
     GoldSentencePair,
     ImportJob,
     JobStatus,
+    LanguagePairSetting,
     MiningRun,
     RunKind,
     SentencePairCandidate,
@@ -37,6 +38,41 @@ def label_model() -> type[models.Model] | None:
         return apps.get_model("annotation", "Label")
     except LookupError:
         return None
+
+
+# --- corpora ----------------------------------------------------------------------------------------------------
+
+
+def corpus_list() -> QuerySet[Corpus]:
+    """Every corpus by name, with how many runs read it (one query)."""
+    n_runs = (
+        MiningRun.objects.filter(Q(src_corpus=OuterRef("pk")) | Q(tgt_corpus=OuterRef("pk")))
+        .order_by()
+        .annotate(c=models.Func(models.F("pk"), function="COUNT"))
+        .values("c")
+    )
+    return Corpus.objects.order_by("name").annotate(n_runs=models.Subquery(n_runs, output_field=models.IntegerField()))
+
+
+def corpus_detail(*, corpus: Corpus, gold_sample: int = 10) -> dict[str, Any]:
+    """One corpus's page: per-language counts, its imports, the runs reading it, its gold pairs per language pair and a
+    few of them. A fixed number of queries."""
+    per_language = sorted((corpus.stats or {}).get("per_language", {}).items())
+    gold = GoldSentencePair.objects.filter(corpus=corpus)
+    return {
+        "corpus": corpus,
+        "per_language": per_language,
+        "imports": list(ImportJob.objects.filter(corpus=corpus).order_by("-created_at")[:20]),
+        "runs": list(
+            MiningRun.objects.filter(Q(src_corpus=corpus) | Q(tgt_corpus=corpus))
+            .select_related("src_corpus", "tgt_corpus", "encoder")
+            .order_by("-created_at")[:50]
+        ),
+        "gold_by_pair": list(
+            gold.order_by().values_list("src__lang", "tgt__lang").annotate(n=Count("pk")).order_by("-n")
+        ),
+        "gold_sample": list(gold.select_related("src", "tgt").order_by("id")[:gold_sample]),
+    }
 
 
 # --- runs -------------------------------------------------------------------------------------------------------
@@ -90,10 +126,34 @@ def run_list(*, limit: int = 50) -> QuerySet[MiningRun]:
     return MiningRun.objects.select_related("src_corpus", "tgt_corpus", "encoder").order_by("-created_at")[:limit]
 
 
-def run_threshold(run: MiningRun) -> float | None:
-    """The threshold the run was started with (None keeps every candidate)."""
+@dataclass(frozen=True)
+class RunThreshold:
+    """The score threshold that decides which of a run's candidates are kept, and where it comes from."""
+
+    value: float | None
+    source: str  # "run" (its parameters), "calibrated" (the language pair's stored threshold), "default", "none"
+    detail: dict = field(default_factory=dict)
+
+
+def run_threshold_info(run: MiningRun) -> RunThreshold:
+    """The run's own threshold if it was started with one; else the threshold stored for its language pair from
+    calibration; else the label-free default estimated from the run's scores (with its method, estimated precision
+    and assumption); else none (every candidate is kept)."""
     value = (run.params or {}).get("threshold")
-    return float(value) if value is not None else None
+    if value is not None:
+        return RunThreshold(float(value), "run")
+    setting = LanguagePairSetting.objects.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).first()
+    if run.kind == RunKind.SENTENCE and setting is not None and setting.threshold is not None:
+        return RunThreshold(float(setting.threshold), "calibrated", {"target_precision": setting.target_precision})
+    default = (run.stats or {}).get("default_threshold") or {}
+    if default.get("threshold") is not None:
+        return RunThreshold(float(default["threshold"]), "default", default)
+    return RunThreshold(None, "none", default)
+
+
+def run_threshold(run: MiningRun) -> float | None:
+    """The threshold that keeps a run's candidates (None keeps every candidate): see `run_threshold_info`."""
+    return run_threshold_info(run).value
 
 
 # --- candidates -------------------------------------------------------------------------------------------------

@@ -15,10 +15,13 @@ import numpy as np
 from django.db import transaction
 
 from ..core.candidates import mine_candidates
+from ..core.filters import FilterReason, apply_filters, check_language
 from ..core.knn import KnnMethod, knn_both
 from ..core.types import Candidates, Direction
 from ..db.bulk import copy_rows
+from ..ingest.langid import detect_with_probability
 from ..models import MiningRun, SentencePairCandidate
+from .default_threshold import default_threshold_for_run
 from .embeddings import Side, embed_side, side_sentences
 from .encoders import encoder_default, load_encoder
 from .params import SentenceRunParams
@@ -83,12 +86,19 @@ def execute_sentence_run(run: MiningRun, reporter: ProgressReporter) -> dict:
             threshold=params.threshold,
         )
     with _stage(run, reporter, "filter", len(cands)):
-        reasons = _filter_reasons(cands, src, tgt, run, params)
+        reasons, language = _filter_reasons(cands, src, tgt, run, params)
+    stats: dict = {}
+    if params.threshold is None:
+        # No threshold asked for: estimate one from the run's own scores until a calibrated one replaces it.
+        stats["default_threshold"] = default_threshold_for_run(
+            cands=cands, reasons=reasons, margin=params.margin.value, k=params.k
+        )
     with _stage(run, reporter, "write", len(cands)):
         written = write_sentence_candidates(
             run=run,
             cands=cands,
             reasons=reasons,
+            language=language,
             knn=knn,
             src_ids=src_ids,
             tgt_ids=tgt_ids,
@@ -96,6 +106,7 @@ def execute_sentence_run(run: MiningRun, reporter: ProgressReporter) -> dict:
         )
     kept = int(sum(1 for r in reasons if not r))
     return {
+        **stats,
         "candidates": written,
         "kept_after_filters": kept,
         "src_sentences": int(len(src_ids)),
@@ -103,28 +114,43 @@ def execute_sentence_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     }
 
 
-def _filter_reasons(cands: Candidates, src: Side, tgt: Side, run: MiningRun, params: SentenceRunParams) -> list[str]:
-    """The name of the first pre-filter rule that fired for each candidate ('' when none)."""
+def _filter_reasons(
+    cands: Candidates, src: Side, tgt: Side, run: MiningRun, params: SentenceRunParams
+) -> tuple[list[str], list[dict | None]]:
+    """The name of the first pre-filter rule that fired for each candidate ('' when none), and the language
+    evidence of each (the side whose detected language differs, that language and the identifier's probability;
+    None when both sides are in their expected language). A wrong-language rejection needs a confident identifier
+    and enough text to judge."""
     if not params.filters or len(cands) == 0:
-        return [""] * len(cands)
-    from ..core.filters import apply_filters
-
+        return [""] * len(cands), [None] * len(cands)
+    src_texts = [src.texts[i] for i in cands.src_idx]
+    tgt_texts = [tgt.texts[i] for i in cands.tgt_idx]
+    src_detected = [src.detected[i] or None for i in cands.src_idx]
+    tgt_detected = [tgt.detected[i] or None for i in cands.tgt_idx]
+    src_prob = _detected_probability(src_texts, src_detected, run.src_lang)
+    tgt_prob = _detected_probability(tgt_texts, tgt_detected, run.tgt_lang)
+    sides = {"src_lang": run.src_lang, "tgt_lang": run.tgt_lang, "src_detected": src_detected}
     raw = apply_filters(
-        [src.texts[i] for i in cands.src_idx],
-        [tgt.texts[i] for i in cands.tgt_idx],
-        src_lang=run.src_lang,
-        tgt_lang=run.tgt_lang,
-        src_detected=[src.detected[i] or None for i in cands.src_idx],
-        tgt_detected=[tgt.detected[i] or None for i in cands.tgt_idx],
+        src_texts, tgt_texts, **sides, tgt_detected=tgt_detected, src_lang_prob=src_prob, tgt_lang_prob=tgt_prob
     )
-    return [_reason_name(r) for r in raw]
+    check = check_language(
+        src_texts, tgt_texts, **sides, tgt_detected=tgt_detected, src_prob=src_prob, tgt_prob=tgt_prob
+    )
+    reasons = ["" if r is None else FilterReason(r).value for r in raw]
+    return reasons, [check.evidence(i) for i in range(len(cands))]
 
 
-def _reason_name(reason: object) -> str:
-    if reason is None or reason == 0:
-        return ""
-    name = getattr(reason, "value", None) or getattr(reason, "name", None) or str(reason)
-    return str(name).lower()
+def _detected_probability(texts: list[str], detected: list[str | None], expected: str) -> np.ndarray:
+    """The identifier's probability of each text's stored language, where it differs from the expected one (NaN
+    elsewhere: those texts are never rejected for their language, so they are not identified again)."""
+    prob = np.full(len(texts), np.nan)
+    rows = [i for i, d in enumerate(detected) if d and d != expected]
+    if rows:
+        codes, probs = detect_with_probability([texts[i] for i in rows])
+        for i, code, p in zip(rows, codes, probs, strict=True):
+            if code == detected[i]:
+                prob[i] = p
+    return prob
 
 
 def _neighbours(db_ids: np.ndarray, rows: np.ndarray, sims: np.ndarray) -> list[list[float]]:
@@ -138,6 +164,7 @@ def write_sentence_candidates(
     run: MiningRun,
     cands: Candidates,
     reasons: list[str],
+    language: list[dict | None] | None = None,
     knn,
     src_ids: np.ndarray,
     tgt_ids: np.ndarray,
@@ -165,6 +192,8 @@ def write_sentence_candidates(
             }
             if reasons[i]:
                 evidence["filter"] = reasons[i]
+            if language is not None and language[i] is not None:
+                evidence["language"] = language[i]
             yield (
                 run.pk,
                 int(s_db[i]),

@@ -70,6 +70,10 @@ def test_sentence_run_finds_the_translations_and_stores_evidence():
     ev = cands[0].evidence
     assert {"cosine", "fwd_mean", "bwd_mean", "margin", "src_neighbours", "tgt_neighbours"} <= set(ev)
     assert len(ev["src_neighbours"]) == 3
+    # no threshold asked for: the run says why it cannot estimate a default from so few pairs
+    default = run.stats["default_threshold"]
+    assert default["threshold"] is None and default["k"] == 3 and default["margin"] == "ratio"
+    assert "passed the pre-filters" in default["reason"]
 
 
 @pytest.mark.django_db
