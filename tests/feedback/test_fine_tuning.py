@@ -12,6 +12,7 @@ from annotation.services import label_pair
 from feedback.services import fine_tuning
 from feedback.services.fine_tuning import check_fine_tune, gate_decision, review_pairs
 from mining.forms import RunStartForm
+from mining.ingest.text import norm_hash
 from mining.models import (
     Artefact,
     ArtefactKind,
@@ -42,7 +43,13 @@ def corpus_of(name: str, pairs: list[tuple[str, str]]) -> Corpus:
     docs = {lang: Document.objects.create(corpus=corpus, lang=lang, external_id="doc") for lang in ("en", "fr")}
     for i, (en, fr) in enumerate(pairs):
         s = Sentence.objects.create(
-            corpus=corpus, document=docs["en"], lang="en", position=i, text=en, norm_hash=hash(en), detected_lang="en"
+            corpus=corpus,
+            document=docs["en"],
+            lang="en",
+            position=i,
+            text=en,
+            norm_hash=norm_hash(en),
+            detected_lang="en",
         )
         t = Sentence.objects.create(
             corpus=corpus,
@@ -50,7 +57,7 @@ def corpus_of(name: str, pairs: list[tuple[str, str]]) -> Corpus:
             lang="fr",
             position=len(pairs) - 1 - i,
             text=fr,
-            norm_hash=hash(fr),
+            norm_hash=norm_hash(fr),
             detected_lang="fr",
         )
         GoldSentencePair.objects.create(corpus=corpus, src=s, tgt=t)
@@ -89,7 +96,7 @@ def reviewed(django_user_model):
     )
     assert mined.status == JobStatus.SUCCEEDED, mined.error
     gold = dict(ADMIN)
-    reviewer = django_user_model.objects.create_user("ft", password="pw-ft-1234")
+    reviewer = django_user_model.objects.create_user("ft", password="pw-ft-1234", is_staff=True)
     verdicts = {}
     for c in SentencePairCandidate.objects.filter(run=mined).select_related("src", "tgt"):
         verdicts[c.pk] = "GOOD" if gold.get(c.src.text) == c.tgt.text else "BAD"

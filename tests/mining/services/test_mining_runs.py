@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mining.ingest.text import norm_hash
 from mining.models import Corpus, Document, JobStatus, RunKind, Sentence, SentencePairCandidate
 from mining.services.embeddings import embeddings_dir
 from mining.services.runs import run_create, run_retry
@@ -33,12 +34,24 @@ def _corpus(name: str = "mini-en-fr") -> Corpus:
     docs = {lang: Document.objects.create(corpus=corpus, lang=lang, external_id="doc") for lang in ("en", "fr")}
     for i, (en, fr) in enumerate(PAIRS):
         Sentence.objects.create(
-            corpus=corpus, document=docs["en"], lang="en", position=i, text=en, norm_hash=hash(en), detected_lang="en"
+            corpus=corpus,
+            document=docs["en"],
+            lang="en",
+            position=i,
+            text=en,
+            norm_hash=norm_hash(en),
+            detected_lang="en",
         )
         # The French side in another order, so position gives nothing away.
         j = len(PAIRS) - 1 - i
         Sentence.objects.create(
-            corpus=corpus, document=docs["fr"], lang="fr", position=j, text=fr, norm_hash=hash(fr), detected_lang="fr"
+            corpus=corpus,
+            document=docs["fr"],
+            lang="fr",
+            position=j,
+            text=fr,
+            norm_hash=norm_hash(fr),
+            detected_lang="fr",
         )
     return corpus
 
