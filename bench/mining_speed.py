@@ -9,9 +9,12 @@ its wall time and its peak resident memory (Linux VmHWM, reset at the start of e
     .venv/bin/python bench/mining_speed.py --big            # adds 1M x 1M with IVF
     .venv/bin/python bench/mining_speed.py --copy-dsn postgresql://...   # adds COPY of the candidates
 
-Targets (issue): exact mining (kNN both ways + margin + max-score + COPY) <= 1.2 x one fp32
-matrix product of the same shape; IVF end to end < 60 s with recall@1 >= 0.95 against exact;
-1M x 1M IVF peak memory < 8 GB. Not part of the test suite.
+Targets (issues): exact mining (kNN both ways + margin + max-score + COPY) <= 1.2 x one fp32
+matrix product of the same shape in fp32, and <= 0.4 x with bf16 similarity tiles (issue 18: neighbour
+lists identical to the fp32 path for >= 99.9 % of rows, every similarity within 1e-6); IVF end to end
+< 60 s with recall@1 >= 0.95 against exact; 1M x 1M IVF peak memory < 8 GB. Not part of the test suite.
+
+    .venv/bin/python bench/mining_speed.py --compute bf16 --margins 0 4 8 16   # bf16 only, margin sweep
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +52,14 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--big", action="store_true", help="also run 1M x 1M (or --big-n) with IVF")
     p.add_argument("--big-n", type=int, default=1_000_000)
     p.add_argument("--copy-dsn", default=None, help="Postgres DSN: also COPY the exact candidates (temp table)")
+    p.add_argument(
+        "--compute",
+        choices=("both", "fp32", "bf16"),
+        default="both",
+        help="exact path(s) to run: fp32 tiles, bf16 tiles + fp32 re-score, or both (compared row by row)",
+    )
+    p.add_argument("--margin", type=int, default=None, help="bf16 candidate margin (default: the library's)")
+    p.add_argument("--margins", type=int, nargs="*", default=(), help="also time the bf16 kNN at these margins")
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args()
 
@@ -66,7 +77,9 @@ import torch  # noqa: E402
 
 from bench._proc import reset_peak, status_kb  # noqa: E402
 from mining.core.candidates import Strategy, mine_candidates  # noqa: E402
-from mining.core.knn import knn_both_ways, knn_both_ways_approx, knn_exact  # noqa: E402
+from mining.core.hw import bf16_supported  # noqa: E402
+from mining.core.knn import knn_both_ways, knn_both_ways_approx, knn_both_ways_bf16, knn_exact  # noqa: E402
+from mining.core.knn.bf16 import DEFAULT_MARGIN  # noqa: E402
 from mining.core.margin import Margin  # noqa: E402
 from mining.core.types import Candidates, KnnResult  # noqa: E402
 
@@ -192,37 +205,9 @@ def run_size(n: int, args: argparse.Namespace, report: Report, with_exact: bool)
     print(f"\n== {n:,} x {n:,}, d={args.d}, k={args.k}, threads={args.threads}, tile={tile} ==", flush=True)
     with report.stage(f"{n}: make data"):
         src, tgt = make_data(n, args.d, args.clusters, args.seed, args.spread, args.pair_noise)
-    progress: Callable[[int, int], None] | None = None
-
     exact_knn = exact_cand = None
     if with_exact:
-        # The yardstick is the faster of two GEMM runs, one before the exact search in its tiling and
-        # one after in a large tiling: the stricter bar, and robust to a co-tenant's burst.
-        with report.stage(f"{n}: yardstick fp32 GEMM, tiles {tile}"):
-            gemm_yardstick(src, tgt, tile)
-        with report.stage(f"{n}: exact kNN both ways"):
-            exact_knn = knn_both_ways(src, tgt, args.k, tile=tile, progress=progress)
-        with report.stage(f"{n}: margin + max-score (exact)"):
-            exact_cand = mine_candidates(exact_knn, margin=Margin.RATIO, k=args.k, strategy=Strategy.MAX_SCORE)
-        gemm_tiles = [tile] + ([tuple(args.gemm_tile)] if tuple(args.gemm_tile) != tile else [])
-        if len(gemm_tiles) > 1:
-            with report.stage(f"{n}: yardstick fp32 GEMM, tiles {gemm_tiles[1]}"):
-                gemm_yardstick(src, tgt, gemm_tiles[1])
-        copy_s = 0.0
-        if args.copy_dsn:
-            with report.stage(f"{n}: COPY candidates"):
-                n_rows = copy_candidates(args.copy_dsn, exact_cand)
-            copy_s = report.seconds(f"{n}: COPY candidates")
-            print(f"  COPY wrote {n_rows:,} rows")
-        gemm = min(report.seconds(f"{n}: yardstick fp32 GEMM, tiles {gt}") for gt in gemm_tiles)
-        total = (
-            report.seconds(f"{n}: exact kNN both ways") + report.seconds(f"{n}: margin + max-score (exact)") + copy_s
-        )
-        gflops = 2 * n * n * args.d / gemm / 1e9
-        print(f"  yardstick GEMM (best tiling): {gemm:.2f} s ({gflops:.0f} GFLOP/s)")
-        what = "kNN + margin + max-score" + (" + COPY" if args.copy_dsn else " (no COPY: pass --copy-dsn)")
-        print(f"  exact mining ({what}): {total:.2f} s = {total / gemm:.3f} x the GEMM (target <= 1.2)")
-        print(f"  exact candidates: {len(exact_cand):,}")
+        exact_knn, exact_cand = run_exact(n, src, tgt, args, report)
 
     with report.stage(f"{n}: IVF kNN both ways (train+add+search)"):
         approx_knn = knn_both_ways_approx(src, tgt, args.k, nlist=args.nlist, nprobe=args.nprobe, seed=args.seed)
@@ -240,16 +225,80 @@ def run_size(n: int, args: argparse.Namespace, report: Report, with_exact: bool)
         print(f"  IVF candidates: {len(approx_cand):,}; exact pairs also found by IVF: {found:.4f}")
 
 
+def run_exact(
+    n: int, src: np.ndarray, tgt: np.ndarray, args: argparse.Namespace, report: Report
+) -> tuple[KnnResult, Candidates]:
+    """Exact mining in fp32 and/or bf16 tiles against the fp32 GEMM yardstick; returns the last path's output."""
+    tile = tuple(args.tile)
+    margin = DEFAULT_MARGIN if args.margin is None else args.margin
+    paths = ["fp32", "bf16"] if args.compute == "both" else [args.compute]
+    # The yardstick is the faster of two GEMM runs, one before the exact search in its tiling and
+    # one after in a large tiling: the stricter bar, and robust to a co-tenant's burst.
+    with report.stage(f"{n}: yardstick fp32 GEMM, tiles {tile}"):
+        gemm_yardstick(src, tgt, tile)
+    knns: dict[str, KnnResult] = {}
+    cands: dict[str, Candidates] = {}
+    for path in paths:
+        name = "exact kNN both ways" if path == "fp32" else f"exact kNN both ways, bf16 tiles (margin {margin})"
+        with report.stage(f"{n}: {name}"):
+            if path == "fp32":
+                knns[path] = knn_both_ways(src, tgt, args.k, tile=tile)
+            else:
+                knns[path] = knn_both_ways_bf16(src, tgt, args.k, tile=tile, margin=margin)
+        with report.stage(f"{n}: margin + max-score ({path})"):
+            cands[path] = mine_candidates(knns[path], margin=Margin.RATIO, k=args.k, strategy=Strategy.MAX_SCORE)
+    for extra in args.margins:
+        with report.stage(f"{n}: exact kNN both ways, bf16 tiles (margin {extra}), sweep"):
+            info = knn_both_ways_bf16(src, tgt, args.k, tile=tile, margin=extra).info
+        print(f"    margin {extra}: K = {info.candidates}, rows rescued {info.rescued:,} of {2 * n:,}")
+    gemm_tiles = [tile] + ([tuple(args.gemm_tile)] if tuple(args.gemm_tile) != tile else [])
+    if len(gemm_tiles) > 1:
+        with report.stage(f"{n}: yardstick fp32 GEMM, tiles {gemm_tiles[1]}"):
+            gemm_yardstick(src, tgt, gemm_tiles[1])
+    copy_s = 0.0
+    if args.copy_dsn:
+        with report.stage(f"{n}: COPY candidates"):
+            n_rows = copy_candidates(args.copy_dsn, cands[paths[-1]])
+        copy_s = report.seconds(f"{n}: COPY candidates")
+        print(f"  COPY wrote {n_rows:,} rows")
+    gemm = min(report.seconds(f"{n}: yardstick fp32 GEMM, tiles {gt}") for gt in gemm_tiles)
+    gflops = 2 * n * n * args.d / gemm / 1e9
+    print(f"  yardstick GEMM (best tiling): {gemm:.2f} s ({gflops:.0f} GFLOP/s)")
+    what = "kNN + margin + max-score" + (" + COPY" if args.copy_dsn else " (no COPY: pass --copy-dsn)")
+    for path in paths:
+        name = "exact kNN both ways" if path == "fp32" else f"exact kNN both ways, bf16 tiles (margin {margin})"
+        total = report.seconds(f"{n}: {name}") + report.seconds(f"{n}: margin + max-score ({path})") + copy_s
+        target = "1.2" if path == "fp32" else "0.4"
+        print(f"  exact mining, {path} ({what}): {total:.2f} s = {total / gemm:.3f} x the GEMM (target <= {target})")
+        print(f"  exact candidates ({path}): {len(cands[path]):,}")
+    if "bf16" in knns:
+        info = knns["bf16"].info
+        print(f"  bf16 path: {info.as_dict()} (bf16 units detected: {bf16_supported()})")
+    if len(knns) == 2:
+        a, b = knns["fp32"], knns["bf16"]
+        for side, ia, ib, sa, sb in (
+            ("fwd", a.fwd_ids, b.fwd_ids, a.fwd_sims, b.fwd_sims),
+            ("bwd", a.bwd_ids, b.bwd_ids, a.bwd_sims, b.bwd_sims),
+        ):
+            same = float(np.mean(np.all(ia == ib, axis=1)))
+            diff = float(np.max(np.abs(sa - sb)))
+            print(f"  bf16 vs fp32 {side}: neighbour lists identical {same:.5f} of rows, max |sim diff| {diff:.2e}")
+        print(f"  candidate pairs identical: {pair_recall(cands['bf16'], cands['fp32']):.5f} of the fp32 pairs")
+    return knns[paths[-1]], cands[paths[-1]]
+
+
 def main() -> None:
     args = ARGS
     assert args is not None
     torch.set_num_threads(args.threads)
     faiss.omp_set_num_threads(args.threads)
     print(f"torch {torch.__version__}, faiss {faiss.__version__}, numpy {np.__version__}, {os.cpu_count()} CPUs")
+    print(f"load average at start: {os.getloadavg()}")
     report = Report()
     run_size(args.n, args, report, with_exact=not args.skip_exact)
     if args.big:
         run_size(args.big_n, args, report, with_exact=False)
+    print(f"load average at end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

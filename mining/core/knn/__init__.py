@@ -11,6 +11,8 @@ import enum
 
 import numpy as np
 
+from mining.core.hw import Compute, cpu_compute
+from mining.core.knn.bf16 import knn_both_ways_bf16
 from mining.core.knn.exact import knn_both_ways, knn_exact
 from mining.core.knn.ivf import build_ivf, knn_approx, knn_both_ways_approx
 from mining.core.types import KnnResult
@@ -23,6 +25,7 @@ __all__ = [
     "knn_both",
     "knn_both_ways",
     "knn_both_ways_approx",
+    "knn_both_ways_bf16",
     "knn_exact",
     "knn_method_for",
     "knn_search",
@@ -57,10 +60,23 @@ def knn_search(
 
 
 def knn_both(
-    src: np.ndarray, tgt: np.ndarray, k: int, method: KnnMethod = KnnMethod.EXACT, **params: object
+    src: np.ndarray,
+    tgt: np.ndarray,
+    k: int,
+    method: KnnMethod = KnnMethod.EXACT,
+    *,
+    compute: Compute | None = None,
+    **params: object,
 ) -> KnnResult:
-    """Both-direction kNN by ``method`` (params go to ``knn_both_ways`` or ``knn_both_ways_approx``)."""
+    """Both-direction kNN by ``method`` (params go to ``knn_both_ways[_bf16]`` or ``knn_both_ways_approx``).
+
+    EXACT runs in ``compute`` arithmetic: BF16 (bf16 tiles re-scored in fp32: the fp32 neighbours and
+    similarities, several times faster where the CPU has bf16 units) or FP32; default ``cpu_compute()``, i.e.
+    BF16 where the CPU has bf16 units. The result's ``info`` names the path that ran.
+    """
     if method is KnnMethod.EXACT:
+        if (compute or cpu_compute()) is Compute.BF16:
+            return knn_both_ways_bf16(src, tgt, k, **params)  # type: ignore[arg-type]
         return knn_both_ways(src, tgt, k, **params)  # type: ignore[arg-type]
     if method is KnnMethod.IVF:
         return knn_both_ways_approx(src, tgt, k, **params)  # type: ignore[arg-type]

@@ -8,10 +8,7 @@
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
 import logging
-import queue
 from collections.abc import Callable
 
 import faiss
@@ -26,6 +23,7 @@ from mining.core.knn.common import (
     empty_result,
     missing_to_neg_inf,
 )
+from mining.core.knn.tiles import Heaps, add_rows, merge_heaps, run_workers
 from mining.core.types import KnnResult
 
 logger = logging.getLogger(__name__)
@@ -60,46 +58,6 @@ def knn_exact(
             if progress is not None:
                 progress(i1, q.shape[0])
     return missing_to_neg_inf(sims, ids), ids
-
-
-class _Heaps:
-    """Running top-k (largest) of ``n`` rows, stored as faiss min-heaps over numpy arrays."""
-
-    def __init__(self, n: int, k: int) -> None:
-        self.vals = np.empty((n, k), dtype=np.float32)
-        self.ids = np.empty((n, k), dtype=np.int64)
-        self._ha = self._wrap(self.vals, self.ids)
-        self._ha.heapify()
-
-    @staticmethod
-    def _wrap(vals: np.ndarray, ids: np.ndarray) -> faiss.float_minheap_array_t:
-        ha = faiss.float_minheap_array_t()
-        ha.nh, ha.k = vals.shape
-        ha.val = faiss.swig_ptr(vals)
-        ha.ids = faiss.swig_ptr(ids)
-        return ha
-
-    def kth(self, i0: int, i1: int) -> np.ndarray:
-        """(i1 - i0,) the current k-th best value of rows i0:i1 (the heap tops)."""
-        return self.vals[i0:i1, 0]
-
-    def add_block(self, block: np.ndarray, i0: int, j0: int) -> None:
-        """Offer block[r, c] (C-contiguous float32) as value of id j0 + c to row i0 + r."""
-        self._ha.addn(block.shape[1], faiss.swig_ptr(block), j0, i0, block.shape[0])
-
-    def add_subset(self, rows: np.ndarray, block: np.ndarray, ids: np.ndarray) -> None:
-        """Offer block[r, c] (C-contiguous float32) as value of id ids[c] to row rows[r].
-
-        rows: (m,) int64 distinct row numbers; ids: (block.shape[1],) int64 contiguous.
-        """
-        self._ha.addn_query_subset_with_ids(
-            rows.shape[0], faiss.swig_ptr(rows), block.shape[1], faiss.swig_ptr(block), faiss.swig_ptr(ids), 0
-        )
-
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """Sort every heap (descending) and return (vals, ids)."""
-        self._ha.reorder()
-        return missing_to_neg_inf(self.vals, self.ids), self.ids
 
 
 def knn_both_ways(
@@ -146,8 +104,8 @@ def knn_both_ways(
         return KnnResult(fwd_sims=fs, fwd_ids=fi, bwd_sims=bs, bwd_ids=bi)
     n_blocks = -(-n_s // ts)
     workers = max(1, min(int(workers or torch.get_num_threads()), n_blocks))
-    fwd = _Heaps(n_s, min(k, n_t))
-    bwds = [_Heaps(n_t, min(k, n_s)) for _ in range(workers)]
+    fwd = Heaps(n_s, min(k, n_t))
+    bwds = [Heaps(n_t, min(k, n_s)) for _ in range(workers)]
     s_t, t_t = torch.from_numpy(s), torch.from_numpy(t)
     src_ids, tgt_ids = np.arange(n_s, dtype=np.int64), np.arange(n_t, dtype=np.int64)
 
@@ -162,75 +120,11 @@ def knn_both_ways(
                 j1 = min(j0 + tt, n_t)
                 tile_t = buf[: (i1 - i0) * (j1 - j0)].view(i1 - i0, j1 - j0)
                 torch.mm(s_t[i0:i1], t_t[j0:j1].T, out=tile_t)
-                _add_rows(fwd, tile_t, i0, tgt_ids[j0:j1])
-                _add_rows(bwd, tile_t.T, j0, src_ids[i0:i1])
+                add_rows(fwd, tile_t, i0, tgt_ids[j0:j1])
+                add_rows(bwd, tile_t.T, j0, src_ids[i0:i1])
             report(i1 - i0)
 
-    _run_workers(run, workers, n_s, progress)
+    run_workers(run, workers, n_s, progress)
     fwd_sims, fwd_ids = fwd.result()
-    bwd_sims, bwd_ids = _merge_heaps([h.result() for h in bwds], min(k, n_s))
+    bwd_sims, bwd_ids = merge_heaps([h.result() for h in bwds], min(k, n_s))
     return KnnResult(fwd_sims=fwd_sims, fwd_ids=fwd_ids, bwd_sims=bwd_sims, bwd_ids=bwd_ids)
-
-
-def _run_workers(
-    run: Callable[[int, Callable[[int], None]], None], workers: int, total: int, progress: Progress | None
-) -> None:
-    """Run ``run(worker, report)`` on ``workers`` threads; relay reported counts to ``progress`` here."""
-    done = 0
-
-    def relay(n: int) -> None:
-        nonlocal done
-        done += n
-        if progress is not None:
-            progress(done, total)
-
-    if workers == 1:
-        run(0, relay)
-        return
-    reports: queue.Queue[int] = queue.Queue()
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(run, w, reports.put) for w in range(workers)]
-            while not all(f.done() for f in futures) or not reports.empty():
-                with contextlib.suppress(queue.Empty):
-                    relay(reports.get(timeout=0.05))
-            for f in futures:
-                f.result()  # re-raise a worker's exception here
-    finally:
-        torch.set_num_threads(old_threads)
-
-
-def _merge_heaps(parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Merge per-worker (n, k) descending top-k lists (disjoint ids) into one (n, k) top-k."""
-    if len(parts) == 1:
-        return parts[0]
-    vals = np.concatenate([p[0] for p in parts], axis=1)
-    ids = np.concatenate([p[1] for p in parts], axis=1)
-    order = np.argsort(-vals, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(vals, order, 1), np.take_along_axis(ids, order, 1)
-
-
-def _add_rows(heaps: _Heaps, tile: torch.Tensor, i0: int, ids: np.ndarray) -> None:
-    """Offer row r of a (rows, cols) tile (or a transposed view) to heap i0 + r, as ids[c].
-
-    Rows whose maximum cannot beat their heap's k-th value are skipped: once the heaps have
-    seen a few tiles, most rows are, so the top-k costs one max pass plus a small gather.
-    """
-    i1 = i0 + tile.shape[0]
-    row_max = tile.amax(dim=1).numpy()
-    hot = np.flatnonzero(row_max > heaps.kth(i0, i1))
-    if hot.size == 0:
-        return
-    if hot.size == tile.shape[0]:
-        heaps.add_block(tile.contiguous().numpy(), i0, int(ids[0]))
-        return
-    # Gathering along the tile's contiguous axis, then transposing the small result, is 2-3x
-    # faster than gathering strided rows of a transposed view.
-    rows = torch.from_numpy(hot)
-    if tile.is_contiguous():
-        block = tile.index_select(0, rows).numpy()
-    else:
-        block = tile.T.index_select(1, rows).T.contiguous().numpy()
-    heaps.add_subset(hot + i0, block, ids)

@@ -1,0 +1,151 @@
+"""The bf16-tile exact search against the fp32 exact path: same neighbours, same similarities (to 1e-6)."""
+
+import numpy as np
+import pytest
+
+from mining.core import hw
+from mining.core.hw import Compute, Device
+from mining.core.knn import KnnMethod, knn_both, knn_both_ways, knn_both_ways_bf16
+from mining.core.knn import bf16 as bf16_module
+from mining.core.types import KnnResult
+
+
+def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _clustered(rng: np.random.Generator, n: int, d: int, n_clusters: int, spread: float) -> np.ndarray:
+    centres = _unit(rng, n_clusters, d)
+    x = centres[rng.integers(0, n_clusters, n)] + spread * _unit(rng, n, d)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _assert_same(res: KnnResult, ref: KnnResult, src: np.ndarray, tgt: np.ndarray) -> None:
+    """Ids identical to the fp32 path's except between similarities tied to 1e-6; similarities within 1e-6."""
+    for sims, ids, r_sims, r_ids, q, b in (
+        (res.fwd_sims, res.fwd_ids, ref.fwd_sims, ref.fwd_ids, src, tgt),
+        (res.bwd_sims, res.bwd_ids, ref.bwd_sims, ref.bwd_ids, tgt, src),
+    ):
+        assert sims.shape == r_sims.shape and sims.dtype == np.float32 and ids.dtype == np.int64
+        np.testing.assert_allclose(sims, r_sims, rtol=0, atol=1e-6)
+        exact = np.take_along_axis(q.astype(np.float64) @ b.astype(np.float64).T, ids, 1)
+        np.testing.assert_allclose(sims, exact, rtol=0, atol=1e-6)
+        differ = ids != r_ids
+        assert np.all(np.abs(sims - r_sims)[differ] < 1e-6), "ids differ where similarities do not tie"
+        assert (np.sort(ids, axis=1) != np.sort(r_ids, axis=1)).any(axis=1).mean() <= 0.02
+
+
+@pytest.mark.parametrize("tile", [(1, 1), (7, 13), (64, 5), (1000, 1000), (3, 1000)])
+@pytest.mark.parametrize("k", [1, 4])
+def test_bf16_matches_fp32_on_random_data(tile: tuple[int, int], k: int) -> None:
+    rng = np.random.default_rng(0)
+    src, tgt = _unit(rng, 67, 32), _unit(rng, 45, 32)
+    res = knn_both_ways_bf16(src, tgt, k, tile=tile)
+    _assert_same(res, knn_both_ways(src, tgt, k), src, tgt)
+    assert res.info.compute is Compute.BF16 and res.info.device is Device.CPU and res.info.candidates == k + 8
+
+
+@pytest.mark.parametrize(("margin", "workers"), [(0, 1), (1, 2), (8, 3)])
+def test_bf16_matches_fp32_on_clustered_data_and_rescues_close_rows(margin: int, workers: int) -> None:
+    # Tight clusters: neighbours k..k+margin lie within the bf16 error bound of each other, so with a
+    # small margin many rows cannot be proved from their candidates and go through the rescue pass.
+    rng = np.random.default_rng(1)
+    src, tgt = _clustered(rng, 300, 64, 6, 0.05), _clustered(rng, 257, 64, 6, 0.05)
+    res = knn_both_ways_bf16(src, tgt, 5, margin=margin, tile=(37, 61), workers=workers)
+    _assert_same(res, knn_both_ways(src, tgt, 5), src, tgt)
+    if margin <= 1:
+        assert res.info.rescued > 0
+
+
+def test_bf16_rescue_falls_back_to_exact_tiles_past_its_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bf16_module, "_RESCUE_CAP", 1)
+    monkeypatch.setattr(bf16_module, "_RESCUE_TILE", 50)
+    rng = np.random.default_rng(2)
+    src, tgt = _clustered(rng, 120, 16, 3, 0.05), _clustered(rng, 140, 16, 3, 0.05)
+    res = knn_both_ways_bf16(src, tgt, 3, margin=0, tile=(17, 19))
+    assert res.info.rescued > 0
+    _assert_same(res, knn_both_ways(src, tgt, 3), src, tgt)
+
+
+def test_bf16_with_exact_ties_and_k_larger_than_a_tile() -> None:
+    rng = np.random.default_rng(3)
+    base = _unit(rng, 20, 24)
+    # Every target row appears three times: similarities tie exactly in threes.
+    tgt = np.repeat(base, 3, axis=0)
+    src = _clustered(rng, 50, 24, 4, 0.3)
+    res = knn_both_ways_bf16(src, tgt, 12, margin=2, tile=(5, 7))
+    ref = knn_both_ways(src, tgt, 12)
+    _assert_same(res, ref, src, tgt)
+    # The tied groups are whole: the k best similarities are the fp32 ones, duplicates included.
+    np.testing.assert_allclose(res.fwd_sims, ref.fwd_sims, rtol=0, atol=1e-6)
+
+
+def test_bf16_takes_float16_inputs_and_clips_k() -> None:
+    rng = np.random.default_rng(4)
+    src, tgt = _unit(rng, 30, 16).astype(np.float16), _unit(rng, 6, 16).astype(np.float16)
+    res = knn_both_ways_bf16(src, tgt, 9, tile=(4, 4))
+    ref = knn_both_ways(src.astype(np.float32), tgt.astype(np.float32), 9)
+    assert res.fwd_ids.shape == (30, 6) and res.bwd_ids.shape == (6, 9)
+    _assert_same(res, ref, src.astype(np.float32), tgt.astype(np.float32))
+    assert sorted(res.fwd_ids[0].tolist()) == [0, 1, 2, 3, 4, 5]
+
+
+def test_bf16_does_not_mutate_inputs_and_reports_progress() -> None:
+    rng = np.random.default_rng(5)
+    src, tgt = _unit(rng, 10, 8), _unit(rng, 11, 8)
+    before = (src.copy(), tgt.copy())
+    seen: list[tuple[int, int]] = []
+    knn_both_ways_bf16(src, tgt, 2, tile=(4, 3), workers=1, progress=lambda d, t: seen.append((d, t)))
+    np.testing.assert_array_equal(src, before[0])
+    np.testing.assert_array_equal(tgt, before[1])
+    assert seen == [(4, 10), (8, 10), (10, 10)]
+
+
+def test_bf16_rejects_bad_input_and_handles_empty_sides() -> None:
+    rng = np.random.default_rng(6)
+    with pytest.raises(ValueError, match="dimension mismatch"):
+        knn_both_ways_bf16(_unit(rng, 3, 4), _unit(rng, 3, 5), 1)
+    with pytest.raises(ValueError, match="k must be"):
+        knn_both_ways_bf16(_unit(rng, 3, 4), _unit(rng, 3, 4), 0)
+    with pytest.raises(ValueError, match="margin"):
+        knn_both_ways_bf16(_unit(rng, 3, 4), _unit(rng, 3, 4), 1, margin=-1)
+    with pytest.raises(ValueError, match="2-d"):
+        knn_both_ways_bf16(np.zeros(4, dtype=np.float32), _unit(rng, 3, 4), 1)
+    res = knn_both_ways_bf16(np.zeros((0, 4), dtype=np.float32), _unit(rng, 3, 4), 2)
+    assert res.fwd_ids.shape == (0, 2) and res.bwd_ids.shape == (3, 0)
+
+
+def test_knn_both_picks_bf16_where_supported_and_fp32_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(7)
+    src, tgt = _unit(rng, 20, 8), _unit(rng, 15, 8)
+    monkeypatch.setattr(hw, "_bf16_supported", lambda: False)
+    fp32 = knn_both(src, tgt, 3, method=KnnMethod.EXACT)
+    assert fp32.info.compute is Compute.FP32 and fp32.info.as_dict()["compute"] == "fp32"
+    monkeypatch.setattr(hw, "_bf16_supported", lambda: True)
+    bf16 = knn_both(src, tgt, 3, method=KnnMethod.EXACT)
+    assert bf16.info.as_dict() == {"compute": "bf16", "device": "cpu", "candidates": 11, "rescued": 0}
+    _assert_same(bf16, fp32, src, tgt)
+    forced = knn_both(src, tgt, 3, method=KnnMethod.EXACT, compute=Compute.FP32)
+    assert forced.info.compute is Compute.FP32
+
+
+def test_bf16_detection_reads_cpu_flags_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    hw.clear_cache()
+    try:
+        monkeypatch.delenv("PCAPP_BF16", raising=False)
+        monkeypatch.setattr(hw.platform, "machine", lambda: "x86_64")
+        monkeypatch.setattr(hw, "cpu_flags", lambda: frozenset({"avx2", "avx512f"}))
+        assert hw.bf16_supported() is False and hw.cpu_compute() is Compute.FP32
+        hw.clear_cache()
+        monkeypatch.setattr(hw, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
+        assert hw.bf16_supported() is True
+        hw.clear_cache()
+        monkeypatch.setenv("PCAPP_BF16", "0")
+        assert hw.bf16_supported() is False
+        hw.clear_cache()
+        monkeypatch.setenv("PCAPP_BF16", "yes")
+        with pytest.raises(ValueError, match="PCAPP_BF16"):
+            hw.bf16_supported()
+    finally:
+        hw.clear_cache()
