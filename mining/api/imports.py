@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
@@ -15,8 +15,9 @@ from pcapp.permissions import IsStaff
 
 from ..ingest.errors import ImportFailure
 from ..models import ImportJob
-from ..services.imports import import_job_create, import_job_enqueue
-from ..services.uploads import save_uploads
+from ..services.imports import import_job_create, import_job_enqueue, import_retry
+from ..services.jobs import BrokerUnavailable, JobStateError
+from ..services.uploads import SizeLimitUploadHandler, over_limit_message, save_uploads
 
 
 class ImportJobOut(serializers.ModelSerializer):
@@ -50,32 +51,60 @@ class ImportIn(serializers.Serializer):
 
 
 class ImportCreateApi(APIView):
-    """Upload corpus files (multipart) and start an import; 202 with the job."""
+    """Upload corpus files (multipart) and start an import; 202 with the job. Over PCAPP_MAX_UPLOAD_BYTES: 413, and
+    the body is read no further than the limit."""
 
     permission_classes = [IsStaff]
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(request=ImportIn, responses={202: ImportJobOut})
+    def initial(self, request: Request, *args, **kwargs) -> None:
+        # Before authentication: a session's CSRF check reads the body.
+        self.limiter = SizeLimitUploadHandler(request)
+        request.upload_handlers.insert(0, self.limiter)
+        super().initial(request, *args, **kwargs)
+
+    @extend_schema(
+        request=ImportIn,
+        responses={202: ImportJobOut, 413: OpenApiResponse(description="Over PCAPP_MAX_UPLOAD_BYTES: {detail}.")},
+    )
     def post(self, request: Request) -> Response:
-        data = (
-            {**request.data.dict(), "files": request.FILES.getlist("files")}
-            if hasattr(request.data, "dict")
-            else request.data
-        )
+        raw = request.data
+        if self.limiter.exceeded:
+            return Response(
+                {"detail": over_limit_message(self.limiter.limit)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+            )
+        data = {**raw.dict(), "files": request.FILES.getlist("files")} if hasattr(raw, "dict") else raw
         ser = ImportIn(data=data)
         ser.is_valid(raise_exception=True)
         d = ser.validated_data
         options = {k: d[k] for k in ("src_lang", "tgt_lang") if d.get(k)}
         options.update(into=d["into"], header=d["header"])
+        upload = None
         try:
             with transaction.atomic():
-                paths = save_uploads(d["files"], unzip=d["format"] == ImportJob.Format.FOLDER)
+                upload = save_uploads(d["files"], unzip=d["format"] == ImportJob.Format.FOLDER)
                 job = import_job_create(
-                    corpus_name=d["name"], fmt=d["format"], paths=paths, options=options, user=request.user
+                    corpus_name=d["name"],
+                    fmt=d["format"],
+                    paths=upload.paths,
+                    options={**options, **upload.job_options()},
+                    user=request.user,
                 )
                 import_job_enqueue(job=job)
         except ImportFailure as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+            if upload:
+                upload.remove()
+            return Response(
+                {"detail": upload.public(str(exc)) if upload else str(exc)}, status=status.HTTP_400_BAD_REQUEST
+            )
+        except BrokerUnavailable as exc:  # the job is stored, failed, with its upload kept for a retry
+            return Response(
+                {"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "30"}
+            )
+        except BaseException:
+            if upload:
+                upload.remove()
+            raise
         return Response(ImportJobOut(job).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -87,3 +116,20 @@ class ImportDetailApi(APIView):
     @extend_schema(responses=ImportJobOut)
     def get(self, request: Request, pk: int) -> Response:
         return Response(ImportJobOut(get_object_or_404(ImportJob, pk=pk)).data)
+
+
+class ImportRetryApi(APIView):
+    """Queue a failed, cancelled or stalled import again (409 when it cannot be retried; 503, broker down)."""
+
+    permission_classes = [IsStaff]
+
+    @extend_schema(request=None, responses={202: ImportJobOut, 409: None, 503: None})
+    def post(self, request: Request, pk: int) -> Response:
+        job = get_object_or_404(ImportJob, pk=pk)
+        try:
+            job = import_retry(job=job)
+        except BrokerUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        except JobStateError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(ImportJobOut(job).data, status=status.HTTP_202_ACCEPTED)

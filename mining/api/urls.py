@@ -9,6 +9,7 @@ urlpatterns: list = [
     path("corpora/<int:pk>/", corpora.CorpusDetailApi.as_view(), name="api-corpus-detail"),
     path("corpora/import/", imports.ImportCreateApi.as_view(), name="api-import-create"),
     path("imports/<int:pk>/", imports.ImportDetailApi.as_view(), name="api-import-detail"),
+    path("imports/<int:pk>/retry/", imports.ImportRetryApi.as_view(), name="api-import-retry"),
     path("runs/", runs.RunListCreateApi.as_view(), name="api-run-list"),
     path("runs/<int:pk>/", runs.RunDetailApi.as_view(), name="api-run-detail"),
     path("runs/<int:pk>/cancel/", runs.RunCancelApi.as_view(), name="api-run-cancel"),

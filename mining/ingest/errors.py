@@ -21,9 +21,10 @@ class ImportFailure(Exception):
 
 
 def decode_line(raw: bytes, path: str, line_no: int) -> str:
-    """Strict UTF-8 decoding of one line, naming the file and line of any bad bytes."""
+    """Strict UTF-8 decoding of one line, naming the file and line of any bad bytes or NUL character (which the
+    database cannot store)."""
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         bad = raw[exc.start : exc.end]
         raise ImportFailure(
@@ -31,3 +32,16 @@ def decode_line(raw: bytes, path: str, line_no: int) -> str:
             path=path,
             line=line_no,
         ) from None
+    if "\x00" in text:
+        raise ImportFailure(
+            f"a NUL character (\\x00) at column {text.index(chr(0)) + 1}, which the database cannot store "
+            "(is it a binary file?)",
+            path=path,
+            line=line_no,
+        )
+    return text
+
+
+def too_long(what: str, n_chars: int, limit: int) -> str:
+    """The message for text over PCAPP_MAX_SENTENCE_CHARS."""
+    return f"{what} is {n_chars:,} characters, over the limit of {limit:,} per sentence (PCAPP_MAX_SENTENCE_CHARS)"

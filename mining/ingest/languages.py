@@ -19,13 +19,14 @@ _ISO_639_1 = set(
 )
 _EXTRA = {"fil", "ast", "hsb", "dsb", "kab", "udm", "tzm", "ckb", "yue", "haw", "sco", "nds", "mai", "sat", "chr"}
 KNOWN = _ISO_639_1 | {code.split("-")[0] for code in LANG_INFO} | _EXTRA
+MAX_CODE = 16  # the length of the lang columns (Document.lang, Sentence.lang)
 _SHAPE = re.compile(r"^([A-Za-z]{2,3})(?:[-_]([A-Za-z]{4}|[A-Za-z]{2}|[0-9]{3}))*$")
 
 
 def check_language(code: str, *, path: str | None = None) -> str:
     """Return `code` unchanged if it is a known language code, else raise an ImportFailure naming it."""
     match = _SHAPE.match(code or "")
-    if not match or match.group(1).lower() not in KNOWN:
+    if not match or match.group(1).lower() not in KNOWN or len(code) > MAX_CODE:
         raise ImportFailure(f"unknown language code '{code}'", path=path)
     return code
 

@@ -1,4 +1,5 @@
-"""Sentence splitting, offline language identification and the normalised-text hash used for dedup."""
+"""Sentence splitting (and cutting over-long sentences at clause boundaries), offline language identification and
+the normalised-text hash used for dedup."""
 
 from __future__ import annotations
 
@@ -32,6 +33,49 @@ def split_sentences(text: str, lang: str) -> list[str]:
             if sentence:
                 out.append(sentence)
     return out
+
+
+# Where a clause ends: after , ; : or a spaced dash followed by white space (the space is dropped at a cut), and
+# after the full-width punctuation of Chinese and Japanese, which needs no space.
+_CLAUSE_END = re.compile(r"(?<=[,;:\u060c\u061b\u2013\u2014])\s+|(?<=[\u3001\u3002\uff0c\uff1a\uff1b\uff01\uff1f])")
+
+
+def bound_sentence(text: str, lang: str, max_chars: int) -> list[str] | None:
+    """`text` as pieces of at most `max_chars` characters, cut at sentence boundaries first, then at clause
+    boundaries (as many clauses per piece as fit, in order); None when a single clause is longer than that. Pieces
+    are stripped of the white space at the cuts, nothing else changes."""
+    if len(text) <= max_chars:
+        return [text]
+    out: list[str] = []
+    for sentence in split_sentences(text, lang) or [text.strip()]:
+        if len(sentence) <= max_chars:
+            out.append(sentence)
+            continue
+        pieces = _pack_clauses(sentence, max_chars)
+        if pieces is None:
+            return None
+        out += pieces
+    return out
+
+
+def _pack_clauses(sentence: str, max_chars: int) -> list[str] | None:
+    """Greedy: each piece takes clauses until the next one would not fit."""
+    cuts = [(m.start(), m.end()) for m in _CLAUSE_END.finditer(sentence)] + [(len(sentence), len(sentence))]
+    pieces: list[str] = []
+    start = 0  # where the current piece begins
+    end = None  # where it ends if it stops at the last clause that fit
+    resume = 0  # where the text after that cut begins
+    for cut_start, cut_end in cuts:
+        if cut_start - start > max_chars:
+            if end is None:
+                return None  # one clause alone is over the limit
+            pieces.append(sentence[start:end])
+            start, end = resume, None
+            if cut_start - start > max_chars:
+                return None
+        end, resume = cut_start, cut_end
+    pieces.append(sentence[start:end])
+    return [p for p in (piece.strip() for piece in pieces) if p]
 
 
 def detect_languages(texts: Sequence[str]) -> list[str]:

@@ -15,11 +15,11 @@ from itertools import repeat
 import numpy as np
 from django.db import connection
 
-from ..models import Corpus, Document, GoldDocumentPair, GoldSentencePair, Sentence
 from ..db.bulk import reserve_ids
-from .errors import ImportFailure
+from ..models import Corpus, Document, GoldDocumentPair, GoldSentencePair, Sentence
+from .errors import ImportFailure, too_long
 from .readers import Doc, Pair
-from .text import detect_languages, norm_hash, split_sentences
+from .text import bound_sentence, detect_languages, norm_hash, split_sentences
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +31,7 @@ DOCUMENT_COLUMNS = ["id", "corpus_id", "lang", "external_id", "url", "title", "m
 DOCUMENT_TYPES = ["int8", "int8", "text", "text", "text", "text", "jsonb", "int4"]
 PAIR_COLUMNS = ["corpus_id", "src_id", "tgt_id"]
 PAIR_TYPES = ["int8", "int8", "int8"]
+MAX_EXTERNAL_ID = Document._meta.get_field("external_id").max_length
 STAT_OF = {
     Document: "documents_written",
     Sentence: "sentences",
@@ -94,7 +95,9 @@ def _load_model() -> None:
 
 
 class CorpusWriter:
-    """Buffers rows and flushes them with COPY every `batch_size` sentences."""
+    """Buffers rows and flushes them with COPY every `batch_size` sentences. No sentence longer than `max_chars`
+    characters is written: a document's are cut at sentence or clause boundaries (counted in the stats as
+    `long_sentences_split`), and anything that cannot be cut is an ImportFailure."""
 
     def __init__(
         self,
@@ -103,9 +106,11 @@ class CorpusWriter:
         batch_size: int = 20_000,
         langid_workers: int = 2,
         progress: Callable[[int], None] | None = None,
+        max_chars: int = 2000,
     ) -> None:
         self.corpus = corpus
         self.batch_size = batch_size
+        self.max_chars = max_chars
         self.stats: dict[str, int] = {
             "documents": 0,
             "documents_written": 0,
@@ -114,6 +119,8 @@ class CorpusWriter:
             "gold_document_pairs": 0,
             "skipped_empty_documents": 0,
             "skipped_empty_pairs": 0,
+            "long_sentences_split": 0,
+            "max_sentence_chars": max_chars,
         }
         self._progress = progress
         self._detector = LanguageDetector(langid_workers)
@@ -149,6 +156,11 @@ class CorpusWriter:
         n_sentences: int = 0,
     ) -> int:
         """Reserve a document id and buffer its row; raises if (lang, external_id) already exists in the corpus."""
+        if len(external_id) > MAX_EXTERNAL_ID:
+            raise ImportFailure(
+                f"the document name '{external_id[:60]}...' is {len(external_id):,} characters, over the "
+                f"{MAX_EXTERNAL_ID} a name may have"
+            )
         key = (lang, external_id)
         if key in self._existing_docs:
             raise ImportFailure(
@@ -203,10 +215,14 @@ class CorpusWriter:
         seen = src_seen if src_seen is not None else {}
         positions = {src_doc: len(seen), tgt_doc: 0}
         unreported = 0
+        max_chars = self.max_chars
         for pair in pairs:
             if not pair.src.strip() or not pair.tgt.strip():
                 self.stats["skipped_empty_pairs"] += 1
                 continue
+            if len(pair.src) > max_chars or len(pair.tgt) > max_chars:  # the readers name the line first
+                longer = max(len(pair.src), len(pair.tgt))
+                raise ImportFailure(too_long(f"a sentence of '{name}'", longer, max_chars), path=None)
             src_id = seen.get(pair.src_key) if pair.src_key is not None else None
             if src_id is None:
                 src_id = self.add_sentence(src_doc, src_lang, positions[src_doc], pair.src)
@@ -237,6 +253,14 @@ class CorpusWriter:
             if not sentences:
                 self.stats["skipped_empty_documents"] += 1
                 continue
+            if len(doc.external_id) > MAX_EXTERNAL_ID:
+                raise ImportFailure(
+                    f"the id is {len(doc.external_id):,} characters, over the {MAX_EXTERNAL_ID} an id may have",
+                    path=doc.path,
+                    line=doc.line,
+                )
+            if any(len(s) > self.max_chars for s in sentences):
+                sentences = self._bounded(doc, sentences)
             doc_id = self.new_document(
                 doc.lang,
                 doc.external_id,
@@ -255,6 +279,27 @@ class CorpusWriter:
                 for lang_b, b in versions[i + 1 :]:
                     if lang_a != lang_b:
                         self._gold_docs.append((self.corpus.pk, a, b))
+
+    def _bounded(self, doc: Doc, sentences: list[str]) -> list[str]:
+        """The document's sentences with each one over `max_chars` cut at sentence or clause boundaries."""
+        out: list[str] = []
+        for sentence in sentences:
+            if len(sentence) <= self.max_chars:
+                out.append(sentence)
+                continue
+            pieces = bound_sentence(sentence, doc.lang, self.max_chars)
+            if pieces is None:
+                raise ImportFailure(
+                    too_long("a sentence", len(sentence), self.max_chars)
+                    + ", and it has no sentence or clause boundary to cut it at: split it in the file or raise the "
+                    f"limit (it starts '{sentence[:40]}')",
+                    path=doc.path,
+                    line=doc.line,
+                    element=f"document '{doc.external_id[:80]}' [{doc.lang}]",
+                )
+            self.stats["long_sentences_split"] += 1
+            out += pieces
+        return out
 
     # -- flushing --------------------------------------------------------------------------------------------
     def flush(self, *, final: bool = False) -> None:

@@ -16,15 +16,24 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.utils import timezone
 
 from ..ingest.errors import ImportFailure
 from ..ingest.languages import check_language
 from ..ingest.readers import read_folder, read_jsonl, read_moses, read_po, read_tmx, read_tsv, total_bytes
 from ..ingest.writer import CorpusWriter
-from ..models import Corpus, ImportJob, JobStatus
+from ..models import Corpus, ImportJob
 from .corpora import corpus_refresh_stats
-from .progress import ProgressReporter
+from .jobs import (
+    JobStateError,
+    job_mark_failed,
+    job_mark_finished,
+    job_mark_started,
+    job_reset_for_retry,
+    lease_seconds,
+    send_task_or_fail,
+)
+from .progress import JobCancelled, ProgressReporter
+from .uploads import job_upload_remove, public_message
 
 logger = logging.getLogger(__name__)
 Format = ImportJob.Format
@@ -37,6 +46,9 @@ def check_import(*, fmt: str, paths: list[str], options: dict, corpus_name: str)
         raise ImportFailure(f"unknown format '{fmt}' (known: {', '.join(Format.values)})")
     if not corpus_name.strip():
         raise ImportFailure("the corpus needs a name")
+    max_name = Corpus._meta.get_field("name").max_length
+    if len(corpus_name) > max_name:
+        raise ImportFailure(f"the corpus name is {len(corpus_name)} characters, over the {max_name} allowed")
     expected = {Format.MOSES: 2, Format.FOLDER: 1}.get(fmt)
     if expected and len(paths) != expected:
         raise ImportFailure(f"{fmt} import takes {expected} path(s), got {len(paths)}")
@@ -74,41 +86,69 @@ def import_job_create(
     )
 
 
+IMPORT_TASK = "mining.import_corpus"  # mining.tasks.import_corpus_task, sent by name: tasks imports this module
+
+
 def import_job_enqueue(*, job: ImportJob) -> None:
-    """Run the job on a worker once the current transaction commits."""
-    from ..tasks import import_corpus_task
+    """Run the job on a worker once the current transaction commits; when the broker cannot be reached the job is
+    marked failed (saying so) and BrokerUnavailable is raised, so it is never left pending."""
+    transaction.on_commit(lambda: send_task_or_fail(name=IMPORT_TASK, job=job, args=[job.pk]))
 
-    transaction.on_commit(lambda: import_corpus_task.delay(job.pk))
 
-
-def import_execute(*, job: ImportJob) -> ImportJob:
-    """Run an import job to the end; never raises for bad input (the job carries the error)."""
-    ImportJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, started_at=timezone.now(), error="")
+def import_execute(*, job: ImportJob, task_id: str = "") -> ImportJob:
+    """Run an import job to the end; never raises for bad input (the job carries the error). An uploaded input is
+    removed when the job ends either way: the corpus (or the error) is the record. A job that is not pending (a
+    message delivered twice, a cancelled job) or is held by a live worker is left alone."""
+    if not job_mark_started(job=job, task_id=task_id):
+        return job
     try:
-        with ProgressReporter(ImportJob, job.pk) as reporter:
+        with ProgressReporter(ImportJob, job.pk, lease_seconds=lease_seconds()) as reporter:
             stats = _import(job, reporter)
+    except JobCancelled:
+        job_mark_failed(job=job, error="cancelled by user", cancelled=True, corpus=None)
     except ImportFailure as exc:
         _fail(job, str(exc))
     except Exception as exc:  # unexpected: still all or nothing, and the job says what happened
         logger.exception("import %s failed", job.pk)
         _fail(job, f"{type(exc).__name__}: {exc}")
     else:
-        ImportJob.objects.filter(pk=job.pk).update(
-            status=JobStatus.SUCCEEDED, finished_at=timezone.now(), stats=stats, stage="done"
-        )
+        job_mark_finished(job=job, stats=stats)
+    finally:
+        job_upload_remove(job=job)
     job.refresh_from_db()
     return job
 
 
+@transaction.atomic
+def import_retry(*, job: ImportJob) -> ImportJob:
+    """Queue a failed, cancelled or stalled import again (JobStateError otherwise, or when its input is gone: an
+    upload is removed once its import has run, so only an import that never ran, or one of files on the server, can
+    be retried)."""
+    missing = [p for p in job.paths if not os.path.exists(p)]
+    if missing:
+        names = (job.options or {}).get("upload_names") or {}
+        raise JobStateError(
+            public_message(f"import {job.pk} cannot be retried: its input is gone ({', '.join(missing)}); ", names)
+            + "upload the files again"
+        )
+    job_reset_for_retry(job=job)
+    import_job_enqueue(job=job)
+    return job
+
+
 def _fail(job: ImportJob, message: str) -> None:
-    ImportJob.objects.filter(pk=job.pk).update(
-        status=JobStatus.FAILED, finished_at=timezone.now(), error=message, corpus=None
-    )
+    """Record the error, naming uploaded files as they were uploaded (never their path on the server)."""
+    message = public_message(message, (job.options or {}).get("upload_names") or {})
+    job_mark_failed(job=job, error=message, corpus=None)
 
 
 @transaction.atomic
 def _import(job: ImportJob, reporter: ProgressReporter) -> dict:
     opts = job.options
+    for path in job.paths:
+        if not os.path.exists(path):
+            gone = " (an upload is removed when its import ends: upload it again)" if opts.get("upload_dir") else ""
+            raise ImportFailure(f"no such file or folder{gone}", path=path)
     with connection.cursor() as cur:
         # The commit need not wait for the WAL flush of a bulk import: a crash in that instant loses the import
         # (the job shows it unfinished and it can be re-run), it never leaves half of it.
@@ -139,6 +179,7 @@ def _import(job: ImportJob, reporter: ProgressReporter) -> dict:
         langid_workers=opts.get("langid_workers", settings.PCAPP_IMPORT_WORKERS),
         batch_size=opts.get("batch_size", 20_000),
         progress=tick,
+        max_chars=settings.PCAPP_MAX_SENTENCE_CHARS,
     )
     try:
         with _cyclic_gc_paused():
@@ -172,16 +213,24 @@ def _cyclic_gc_paused() -> Iterator[None]:
 def _write(job: ImportJob, writer: CorpusWriter) -> None:
     opts, paths, fmt = job.options, job.paths, job.format
     src, tgt = opts.get("src_lang", "en" if fmt == Format.PO else ""), opts.get("tgt_lang", "")
+    max_chars = writer.max_chars
+    uploaded = opts.get("upload_names") or {}
+
+    def name_of(path: str) -> str:
+        """A document's name: the file's name as uploaded (or as given on the command line)."""
+        return uploaded.get(path) or Path(path).name
+
     if fmt == Format.TSV:
         for path in paths:
-            writer.write_pairs(
-                read_tsv(path, header=opts.get("header")), src_lang=src, tgt_lang=tgt, name=Path(path).name
-            )
+            pairs = read_tsv(path, header=opts.get("header"), max_chars=max_chars)
+            writer.write_pairs(pairs, src_lang=src, tgt_lang=tgt, name=name_of(path))
     elif fmt == Format.MOSES:
-        writer.write_pairs(read_moses(paths[0], paths[1]), src_lang=src, tgt_lang=tgt, name=Path(paths[0]).stem)
+        pairs = read_moses(paths[0], paths[1], max_chars=max_chars)
+        writer.write_pairs(pairs, src_lang=src, tgt_lang=tgt, name=Path(name_of(paths[0])).stem)
     elif fmt == Format.TMX:
         for path in paths:
-            writer.write_pairs(read_tmx(path, src, tgt), src_lang=src, tgt_lang=tgt, name=Path(path).name)
+            pairs = read_tmx(path, src, tgt, max_chars=max_chars)
+            writer.write_pairs(pairs, src_lang=src, tgt_lang=tgt, name=name_of(path))
     elif fmt == Format.PO:
         _write_po(paths, src, tgt, opts, writer)
     elif fmt == Format.JSONL:
@@ -196,15 +245,15 @@ def _write_po(paths: list[str], src: str, tgt: str, opts: dict, writer: CorpusWr
     header's Language field, or its locale/<lang>/LC_MESSAGES path."""
     shared: dict[str, tuple[int, dict[str, int]]] = {}
     names = opts.get("catalogue_names") or {}
+    uploaded = opts.get("upload_names") or {}
     for path in paths:
-        name = names.get(path) or Path(path).stem
+        name = names.get(path) or Path(uploaded.get(path) or path).stem
         lang = tgt or _po_language(path)
         if name not in shared:
             shared[name] = (writer.new_document(src, name), {})
         src_doc, seen = shared[name]
-        writer.write_pairs(
-            read_po(path, writer.stats), src_lang=src, tgt_lang=lang, name=name, src_doc=src_doc, src_seen=seen
-        )
+        pairs = read_po(path, writer.stats, max_chars=writer.max_chars)
+        writer.write_pairs(pairs, src_lang=src, tgt_lang=lang, name=name, src_doc=src_doc, src_seen=seen)
 
 
 def _po_language(path: str) -> str:

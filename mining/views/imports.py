@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from pcapp.permissions import staff_required
@@ -16,8 +17,9 @@ from pcapp.permissions import staff_required
 from ..forms_import import ImportForm
 from ..ingest.errors import ImportFailure
 from ..models import ImportJob, JobStatus
-from ..services.imports import import_job_create, import_job_enqueue
-from ..services.uploads import SizeLimitUploadHandler, save_uploads
+from ..services.imports import import_job_create, import_job_enqueue, import_retry
+from ..services.jobs import BrokerUnavailable, JobStateError
+from ..services.uploads import SizeLimitUploadHandler, over_limit_message, save_uploads
 
 
 @csrf_exempt  # the limit handler must be installed before the body is read; CSRF is checked just below
@@ -27,36 +29,60 @@ def import_start(request: HttpRequest) -> HttpResponse:
     """Upload files and start an import job."""
     limiter = SizeLimitUploadHandler(request)
     request.upload_handlers.insert(0, limiter)
+    if request.method == "POST":
+        request.POST  # noqa: B018 -- read the body through the limiter, which stops at the limit
+        if limiter.exceeded:
+            # Refused before the CSRF check, which would need the part of the body that was not read. Nothing is
+            # stored or changed: the answer is the empty form with the error.
+            return _render(request, ImportForm(), limiter, error=over_limit_message(limiter.limit), status=400)
     return _import_start(request, limiter)
 
 
 @csrf_protect
 def _import_start(request: HttpRequest, limiter: SizeLimitUploadHandler) -> HttpResponse:
     form = ImportForm(request.POST or None, request.FILES or None)
-    if request.method == "POST":
-        if limiter.exceeded:
-            form.add_error(None, f"The upload is over the limit of {limiter.limit:,} bytes (PCAPP_MAX_UPLOAD_BYTES).")
-        elif form.is_valid():
-            try:
-                with transaction.atomic():
-                    paths = save_uploads(
-                        form.cleaned_data["files"], unzip=form.cleaned_data["format"] == ImportJob.Format.FOLDER
-                    )
-                    job = import_job_create(
-                        corpus_name=form.cleaned_data["name"],
-                        fmt=form.cleaned_data["format"],
-                        paths=paths,
-                        options=form.options(),
-                        user=request.user,
-                    )
-                    import_job_enqueue(job=job)
-            except ImportFailure as exc:
-                form.add_error(None, str(exc))
-            else:
-                messages.success(request, f"Import of '{job.corpus_name}' queued.")
-                return redirect("import-detail", pk=job.pk)
-    status = 400 if request.method == "POST" else 200
-    return render(request, "mining/import_start.html", {"form": form, "limit": limiter.limit}, status=status)
+    if request.method == "POST" and form.is_valid():
+        upload = None
+        try:
+            with transaction.atomic():
+                upload = save_uploads(
+                    form.cleaned_data["files"], unzip=form.cleaned_data["format"] == ImportJob.Format.FOLDER
+                )
+                job = import_job_create(
+                    corpus_name=form.cleaned_data["name"],
+                    fmt=form.cleaned_data["format"],
+                    paths=upload.paths,
+                    options={**form.options(), **upload.job_options()},
+                    user=request.user,
+                )
+                import_job_enqueue(job=job)
+        except ImportFailure as exc:
+            form.add_error(None, upload.public(str(exc)) if upload else str(exc))
+            if upload:
+                upload.remove()
+        except BrokerUnavailable as exc:  # the job is stored, failed, with its upload kept for a retry
+            messages.error(request, str(exc))
+            return redirect("import-list")
+        except BaseException:
+            if upload:
+                upload.remove()
+            raise
+        else:
+            messages.success(request, f"Import of '{job.corpus_name}' queued.")
+            return redirect("import-detail", pk=job.pk)
+    return _render(request, form, limiter, status=400 if request.method == "POST" else 200)
+
+
+def _render(
+    request: HttpRequest, form: ImportForm, limiter: SizeLimitUploadHandler, *, error: str = "", status: int
+) -> HttpResponse:
+    context = {
+        "form": form,
+        "limit": limiter.limit,
+        "upload_error": error,
+        "max_sentence_chars": settings.PCAPP_MAX_SENTENCE_CHARS,
+    }
+    return render(request, "mining/import_start.html", context, status=status)
 
 
 @require_GET
@@ -75,6 +101,21 @@ def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "mining/import_detail.html", {"job": job, "finished": finished})
 
 
+@require_POST
+@staff_required
+def import_retry_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue a failed, cancelled or stalled import again."""
+    job = ImportJob.objects.filter(pk=pk).first()
+    if job is None:
+        raise Http404("no such import")
+    try:
+        import_retry(job=job)
+        messages.success(request, f"Import {job.pk} queued again.")
+    except (JobStateError, BrokerUnavailable) as exc:
+        messages.error(request, str(exc))
+    return redirect("import-detail", pk=job.pk)
+
+
 @require_GET
 @staff_required
 def import_list(request: HttpRequest) -> HttpResponse:
@@ -86,4 +127,5 @@ urlpatterns = [
     path("imports/", import_list, name="import-list"),
     path("imports/new/", import_start, name="import-start"),
     path("imports/<int:pk>/", import_detail, name="import-detail"),
+    path("imports/<int:pk>/retry/", import_retry_view, name="import-retry"),
 ]

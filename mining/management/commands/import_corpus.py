@@ -44,5 +44,11 @@ class Command(BaseCommand):
                 f"Imported corpus '{name}': {s['documents']} documents, {s['sentences']} sentences, "
                 f"{s['gold_sentence_pairs']} gold sentence pairs, {s['gold_document_pairs']} gold document pairs; "
                 f"skipped {s['skipped_empty_documents']} empty documents and {s['skipped_empty_pairs']} empty pairs."
+                + (
+                    f" Cut {s['long_sentences_split']} sentences over {s['max_sentence_chars']} characters at sentence"
+                    " or clause boundaries."
+                    if s.get("long_sentences_split")
+                    else ""
+                )
             )
         )

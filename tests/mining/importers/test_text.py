@@ -65,3 +65,37 @@ def test_known_language_codes(code):
 def test_unknown_language_codes_are_named(code):
     with pytest.raises(ImportFailure, match=f"unknown language code '{code}'"):
         check_language(code)
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "expected"),
+    [
+        ("Short enough.", 20, ["Short enough."]),
+        ("One sentence here. And another one.", 20, ["One sentence here.", "And another one."]),
+        ("first, second; third: fourth", 15, ["first, second;", "third: fourth"]),
+        ("a, b, c, d", 4, ["a,", "b,", "c, d"]),
+        ("alpha — beta — gamma", 12, ["alpha —", "beta — gamma"]),
+        ("中文句子，第二部分，第三部分。", 6, ["中文句子，", "第二部分，", "第三部分。"]),
+        ("no boundary anywhere in this one", 10, None),
+        ("fits, then a clause that is far too long", 12, None),
+    ],
+)
+def test_bound_sentence_cuts_at_sentence_then_clause_boundaries(text, limit, expected):
+    from mining.ingest.text import bound_sentence
+
+    pieces = bound_sentence(text, "en" if text.isascii() else "zh", limit)
+    assert pieces == expected
+    if pieces:
+        assert all(len(p) <= limit for p in pieces)
+
+
+def test_every_catalogue_django_ships_passes_the_po_syntax_check():
+    """The PO check refuses cut-off strings and entries; no real catalogue may trip it (about 1,000 files)."""
+    import django
+
+    from mining.ingest.readers import check_po_syntax
+
+    catalogues = sorted(Path(django.__file__).parent.rglob("*.po"))
+    assert len(catalogues) > 500
+    for path in catalogues:
+        check_po_syntax(str(path))
