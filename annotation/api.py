@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,20 +20,35 @@ from rest_framework.views import APIView
 from mining.models import JobStatus, MiningRun, RunKind
 from pcapp.permissions import IsReviewer, IsStaff
 
-from .models import DEFAULT_GUIDELINES, Campaign, Reason, Sampler, Verdict
+from .forms import ID_MAX
+from .models import Campaign, Reason, Verdict
 from .selectors import campaign_for, campaign_results, label_rows
 from .services import ReviewError, campaign_create, item_claim, label_pair, label_submit
+from .spec import DEFAULTS, PARAMS, CampaignSpec, CampaignSpecError, Kind, Sampler, message
+
+
+def _id(**kw) -> serializers.IntegerField:
+    return serializers.IntegerField(required=False, min_value=1, max_value=ID_MAX, **kw)
 
 
 class JudgementIn(serializers.Serializer):
-    campaign = serializers.IntegerField(required=False)
-    item = serializers.IntegerField(required=False)
-    sentence_pair = serializers.IntegerField(required=False)
-    document_pair = serializers.IntegerField(required=False)
+    """A campaign's current item (campaign + item), or, for staff only, a pair outside campaigns."""
+
+    campaign = _id()
+    item = _id(help_text="The campaign's item you were handed (your current one).")
+    sentence_pair = _id(help_text="Staff only: a sentence pair judged outside campaigns.")
+    document_pair = _id(help_text="Staff only: a document pair judged outside campaigns.")
     verdict = serializers.ChoiceField(choices=Verdict.choices)
     reasons = serializers.ListField(child=serializers.ChoiceField(choices=Reason.choices), required=False)
     comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
-    seconds = serializers.FloatField(required=False, min_value=0)
+    seconds = serializers.FloatField(required=False, min_value=0, max_value=86_400)
+
+    def validate(self, attrs: dict) -> dict:
+        if "campaign" in attrs and "item" not in attrs:
+            raise serializers.ValidationError({"item": "a judgement in a campaign names its item"})
+        if "campaign" in attrs and ({"sentence_pair", "document_pair"} & set(attrs)):
+            raise serializers.ValidationError("a campaign judgement names its item, not a pair")
+        return attrs
 
 
 class JudgementOut(serializers.Serializer):
@@ -59,7 +76,7 @@ class JudgementCreateApi(APIView):
                 label = label_submit(
                     campaign=campaign,
                     reviewer=request.user,
-                    item_id=d.get("item", -1),
+                    item_id=d["item"],
                     verdict=d["verdict"],
                     reasons=d.get("reasons", []),
                     comment=d.get("comment", ""),
@@ -84,36 +101,70 @@ class JudgementCreateApi(APIView):
         )
 
 
-class CampaignCreateIn(serializers.Serializer):
-    """Same fields and limits as the campaign form of the pages."""
+class SpecValue(serializers.Field):
+    """A campaign parameter as sent: CampaignCreateIn has CampaignSpec parse and check it, so the API says exactly
+    what the form says about the same value. Subclasses carry the parameter's OpenAPI schema."""
 
-    name = serializers.CharField(max_length=200)
+    def to_internal_value(self, data: object) -> object:
+        return data
+
+    def to_representation(self, value: object) -> object:
+        return value
+
+
+def _schema(name: str) -> dict:
+    p = PARAMS[name]
+    schema: dict = {
+        Kind.TEXT: {"type": "string", "minLength": p.lo, "maxLength": p.hi},
+        Kind.WHOLE: {"type": "integer", "minimum": p.lo, "maximum": p.hi},
+        Kind.NUMBER: {"type": "number", "nullable": True},
+        Kind.FLAG: {"type": "boolean"},
+        Kind.SAMPLER: {"type": "string", "enum": list(Sampler.values)},
+    }[p.kind]
+    if name in DEFAULTS:
+        schema["default"] = DEFAULTS[name].value if isinstance(DEFAULTS[name], Sampler) else DEFAULTS[name]
+    return schema
+
+
+def _spec_field(name: str) -> SpecValue:
+    field_class = extend_schema_field(_schema(name))(type(f"{name.title().replace('_', '')}Value", (SpecValue,), {}))
+    return field_class(
+        required=name not in DEFAULTS,
+        allow_null=True,
+        help_text=PARAMS[name].help or None,
+        error_messages={"required": message(name, None)},
+    )
+
+
+class CampaignCreateIn(serializers.Serializer):
+    """The campaign's runs and reviewers, and its parameters (CampaignSpec, as the campaign form)."""
+
     runs = serializers.PrimaryKeyRelatedField(
         many=True,
+        allow_empty=False,
         queryset=MiningRun.objects.filter(kind__in=[RunKind.SENTENCE, RunKind.ALIGN], status=JobStatus.SUCCEEDED),
     )
     reviewers = serializers.PrimaryKeyRelatedField(many=True, queryset=get_user_model().objects.filter(is_active=True))
-    sample_size = serializers.IntegerField(min_value=1, max_value=100_000, default=200)
-    sampler = serializers.ChoiceField(
-        choices=Sampler.choices,
-        default=Sampler.UNIFORM,
-        help_text="'uncertain': calibrated confidence nearest the pair's threshold (kept out of precision estimates).",
-    )
-    n_uncertain = serializers.IntegerField(
-        min_value=0, max_value=100_000, default=0, help_text="Extra uncertain-sampler items per run (active sampling)."
-    )
-    threshold = serializers.FloatField(
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="Score threshold of the 'around the threshold' sampler.",
-    )
-    bands = serializers.IntegerField(min_value=2, max_value=20, default=5)
-    seed = serializers.IntegerField(default=0)
-    overlap = serializers.IntegerField(min_value=1, max_value=10, default=1)
-    n_controls = serializers.IntegerField(min_value=0, max_value=1000, default=0)
-    blind = serializers.BooleanField(default=False)
-    guidelines = serializers.CharField(default=DEFAULT_GUIDELINES)
+
+    def get_fields(self) -> dict:
+        return {**super().get_fields(), **{name: _spec_field(name) for name in PARAMS}}
+
+    def to_internal_value(self, data: Any) -> dict:
+        """{"runs", "reviewers", "spec"}; the errors of the rows and of the parameters come back together."""
+        if not isinstance(data, Mapping):
+            return super().to_internal_value(data)  # refused: "expected a dictionary"
+        errors: dict = {}
+        try:
+            attrs = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            errors, attrs = dict(exc.detail), {}
+        try:
+            spec = CampaignSpec.from_dict({name: data[name] for name in PARAMS if name in data})
+        except CampaignSpecError as exc:
+            errors.update({name: [text] for name, text in exc.errors.items()})
+        if errors:
+            raise serializers.ValidationError(errors)
+        return {"runs": attrs["runs"], "reviewers": attrs["reviewers"], "spec": spec}
 
 
 class CampaignOut(serializers.Serializer):
@@ -135,22 +186,7 @@ class CampaignCreateApi(APIView):
         ser.is_valid(raise_exception=True)
         d = ser.validated_data
         try:
-            campaign = campaign_create(
-                name=d["name"],
-                runs=d["runs"],
-                reviewers=d["reviewers"],
-                user=request.user,
-                sample_size=d["sample_size"],
-                sampler=d["sampler"],
-                seed=d["seed"],
-                overlap=d["overlap"],
-                guidelines=d["guidelines"],
-                n_controls=d["n_controls"],
-                blind=d["blind"],
-                threshold=d["threshold"],
-                bands=d["bands"],
-                n_uncertain=d["n_uncertain"],
-            )
+            campaign = campaign_create(spec=d["spec"], runs=d["runs"], reviewers=d["reviewers"], user=request.user)
         except ReviewError as exc:
             return Response({"detail": str(exc)}, status=exc.status)
         return Response(

@@ -2,16 +2,44 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib.auth import get_user_model
 
 from mining.models import JobStatus, MiningRun, RunKind
 
-from .models import DEFAULT_GUIDELINES, Reason, Sampler, Verdict
+from .models import Reason, Verdict
+from .spec import DEFAULTS, PARAMS, CampaignSpec, CampaignSpecError, Kind, Param, Sampler
+
+
+def _widget(p: Param) -> forms.Widget:
+    """The HTML input of a parameter; its attributes mirror the spec's bounds (the spec still checks them)."""
+    if p.kind is Kind.WHOLE:
+        return forms.NumberInput(attrs={"min": p.lo, "max": p.hi, "step": 1})
+    if p.kind is Kind.NUMBER:
+        return forms.NumberInput(attrs={"step": "any"})
+    if p.kind is Kind.FLAG:
+        return forms.CheckboxInput()
+    if p.kind is Kind.SAMPLER:
+        return forms.Select(choices=Sampler.choices)
+    if p.hi > 200:
+        return forms.Textarea(attrs={"rows": 3, "maxlength": p.hi})
+    return forms.TextInput(attrs={"maxlength": p.hi})
+
+
+class SpecField(forms.Field):
+    """A campaign parameter: the form keeps the raw value and `CampaignForm.clean` has CampaignSpec parse and check
+    it, so the form says exactly what the API says about the same value."""
+
+    def __init__(self, name: str) -> None:
+        p = PARAMS[name]
+        super().__init__(required=False, widget=_widget(p), label=p.label, help_text=p.help, initial=DEFAULTS.get(name))
 
 
 class CampaignForm(forms.Form):
-    name = forms.CharField(max_length=200)
+    """A campaign's runs and reviewers, and its parameters (CampaignSpec). Valid: `self.spec` holds the spec."""
+
     runs = forms.ModelMultipleChoiceField(
         queryset=MiningRun.objects.filter(kind__in=[RunKind.SENTENCE, RunKind.ALIGN], status=JobStatus.SUCCEEDED),
         widget=forms.CheckboxSelectMultiple,
@@ -20,28 +48,30 @@ class CampaignForm(forms.Form):
         queryset=get_user_model().objects.filter(is_active=True).order_by("username"),
         widget=forms.CheckboxSelectMultiple,
     )
-    sample_size = forms.IntegerField(min_value=1, max_value=100_000, initial=200, help_text="Items per run.")
-    sampler = forms.ChoiceField(choices=Sampler.choices, initial=Sampler.UNIFORM)
-    threshold = forms.FloatField(required=False, help_text="For 'around the threshold' (on the score).")
-    n_uncertain = forms.IntegerField(
-        min_value=0,
-        max_value=100_000,
-        initial=0,
-        required=False,
-        label="Uncertain items per run",
-        help_text="Active sampling: extra items whose calibrated confidence is nearest the language pair's threshold "
-        "(needs a calibration applied to the run). Kept out of the precision estimates.",
-    )
-    bands = forms.IntegerField(min_value=2, max_value=20, initial=5, help_text="Score bands (stratified).")
-    seed = forms.IntegerField(initial=0)
-    overlap = forms.IntegerField(min_value=1, max_value=10, initial=1, help_text="Reviewers per item.")
-    n_controls = forms.IntegerField(min_value=0, max_value=1000, initial=0, label="Control items per run")
-    blind = forms.BooleanField(required=False, help_text="Hide the mining evidence from reviewers.")
-    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), initial=DEFAULT_GUIDELINES)
+    field_order = ["name", "runs", "reviewers"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields.update({name: SpecField(name) for name in PARAMS})
+        self.order_fields(self.field_order)
+        self.spec: CampaignSpec | None = None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        try:
+            self.spec = CampaignSpec.from_dict({name: data.get(name) for name in PARAMS})
+        except CampaignSpecError as exc:
+            for name, message in exc.errors.items():
+                self.add_error(name, message)
+        return data
+
+
+ID_MAX = 2**63 - 1
+"""Row ids are 64-bit: a larger number is refused by the form instead of failing in the database."""
 
 
 class LabelForm(forms.Form):
-    item = forms.IntegerField()
+    item = forms.IntegerField(min_value=1, max_value=ID_MAX)
     verdict = forms.ChoiceField(choices=Verdict.choices)
     reasons = forms.MultipleChoiceField(choices=Reason.choices, required=False)
     comment = forms.CharField(required=False, max_length=2000)
@@ -50,5 +80,5 @@ class LabelForm(forms.Form):
 
 class PairLabelForm(forms.Form):
     verdict = forms.ChoiceField(choices=Verdict.choices)
-    sentence_pair = forms.IntegerField(required=False)
-    document_pair = forms.IntegerField(required=False)
+    sentence_pair = forms.IntegerField(required=False, min_value=1, max_value=ID_MAX)
+    document_pair = forms.IntegerField(required=False, min_value=1, max_value=ID_MAX)

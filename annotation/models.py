@@ -7,13 +7,9 @@ from django.db.models import Q
 
 from mining.models.verdict import Verdict
 
-__all__ = ["Verdict"]  # re-exported: the annotation app's labels use the shared vocabulary
+from .spec import DEFAULT_GUIDELINES, DEFAULTS, Sampler
 
-DEFAULT_GUIDELINES = (
-    "GOOD when more than 70 % of the sentence is correctly translated in the other, so that most of the "
-    "information is conveyed. BAD otherwise: partial translations, wrong language, unrelated text, or the same "
-    "text on both sides."
-)
+__all__ = ["DEFAULT_GUIDELINES", "Sampler", "Verdict"]  # re-exported: defined with the campaign spec / shared
 
 
 class Reason(models.TextChoices):
@@ -23,12 +19,13 @@ class Reason(models.TextChoices):
     MACHINE = "machine_translation", "Machine translation"
 
 
-class Sampler(models.TextChoices):
-    UNIFORM = "uniform", "Uniform"
-    STRATIFIED = "stratified", "Stratified by score band"
-    TOP = "top", "Top N"
-    THRESHOLD = "threshold", "Around the threshold"
-    UNCERTAIN = "uncertain", "Uncertain: calibrated confidence nearest the pair's threshold"
+class LabelMode(models.TextChoices):
+    """How a label came about. Only CAMPAIGN and STAFF labels may enter estimates and training
+    (`selectors.estimable_labels`)."""
+
+    CAMPAIGN = "campaign", "A campaign item handed to its reviewer by the queue"
+    STAFF = "staff", "Staff review of a pair outside campaigns"
+    UNCHECKED = "unchecked", "Made outside campaigns before this rule (kept out of estimates and training)"
 
 
 ESTIMATE_SAMPLERS = (Sampler.UNIFORM, Sampler.STRATIFIED)
@@ -43,22 +40,28 @@ class Campaign(models.Model):
     name = models.CharField(max_length=200)
     runs = models.ManyToManyField("mining.MiningRun", related_name="campaigns")
     reviewers = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="review_campaigns")
-    guidelines = models.TextField(default=DEFAULT_GUIDELINES)
-    sample_size = models.PositiveIntegerField(default=200, help_text="Items per run (the paper used 200).")
-    sampler = models.CharField(max_length=16, choices=Sampler.choices, default=Sampler.UNIFORM)
+    guidelines = models.TextField(default=DEFAULTS["guidelines"])
+    sample_size = models.PositiveIntegerField(
+        default=DEFAULTS["sample_size"], help_text="Items per run (the paper used 200)."
+    )
+    sampler = models.CharField(max_length=16, choices=Sampler.choices, default=DEFAULTS["sampler"])
     threshold = models.FloatField(null=True, blank=True, help_text="For the 'around the threshold' sampler.")
-    bands = models.PositiveSmallIntegerField(default=5, help_text="Score bands of the stratified sampler.")
+    bands = models.PositiveSmallIntegerField(
+        default=DEFAULTS["bands"], help_text="Score bands of the stratified sampler."
+    )
     n_uncertain = models.PositiveIntegerField(
-        default=0,
+        default=DEFAULTS["n_uncertain"],
         help_text=(
             "Extra items per run drawn by the uncertain sampler (active sampling), kept apart from the sample that "
             "estimates precision."
         ),
     )
-    seed = models.IntegerField(default=0)
-    overlap = models.PositiveSmallIntegerField(default=1, help_text="Reviewers who judge each item.")
-    n_controls = models.PositiveIntegerField(default=0, help_text="Known GOOD/BAD control items per run.")
-    blind = models.BooleanField(default=False, help_text="Hide the mining evidence from reviewers.")
+    seed = models.IntegerField(default=DEFAULTS["seed"])
+    overlap = models.PositiveSmallIntegerField(default=DEFAULTS["overlap"], help_text="Reviewers who judge each item.")
+    n_controls = models.PositiveIntegerField(
+        default=DEFAULTS["n_controls"], help_text="Known GOOD/BAD control items per run."
+    )
+    blind = models.BooleanField(default=DEFAULTS["blind"], help_text="Hide the mining evidence from reviewers.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -120,7 +123,8 @@ class Assignment(models.Model):
 
 
 class Label(models.Model):
-    """A GOOD/BAD judgement of a pair, in a campaign or straight from a run's results."""
+    """A GOOD/BAD judgement of a pair: of a campaign item by a reviewer the queue handed it to, or a staff review of a
+    pair outside campaigns (`mode` records which; a database constraint ties it to the campaign and item)."""
 
     campaign = models.ForeignKey(Campaign, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
     item = models.ForeignKey(CampaignItem, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
@@ -132,6 +136,7 @@ class Label(models.Model):
         "mining.DocumentPairCandidate", null=True, blank=True, on_delete=models.CASCADE, related_name="labels"
     )
     verdict = models.CharField(max_length=4, choices=Verdict.choices)
+    mode = models.CharField(max_length=16, choices=LabelMode.choices, default=LabelMode.CAMPAIGN)
     reasons = ArrayField(models.CharField(max_length=32, choices=Reason.choices), default=list, blank=True)
     comment = models.TextField(blank=True)
     seconds_spent = models.FloatField(default=0.0)
@@ -152,6 +157,11 @@ class Label(models.Model):
                 fields=["document_pair", "reviewer"],
                 name="label_once_per_doc_pair",
                 condition=Q(campaign__isnull=True, document_pair__isnull=False),
+            ),
+            models.CheckConstraint(
+                condition=Q(mode=LabelMode.CAMPAIGN, campaign__isnull=False, item__isnull=False)
+                | Q(mode__in=[LabelMode.STAFF, LabelMode.UNCHECKED], campaign__isnull=True, item__isnull=True),
+                name="label_campaign_or_staff",
             ),
         ]
         indexes = [models.Index(fields=["campaign", "reviewer", "-created_at"], name="label_campaign_reviewer")]

@@ -12,7 +12,7 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 
@@ -21,7 +21,7 @@ from mining.core.calibration.estimates import weighted_proportion
 from mining.models import Sentence
 from pcapp.roles import is_staff
 
-from .models import Campaign, CampaignItem, Label, Sampler, Verdict
+from .models import Campaign, CampaignItem, Label, LabelMode, Sampler, Verdict
 
 
 def _count(qs: QuerySet) -> Subquery:
@@ -30,15 +30,24 @@ def _count(qs: QuerySet) -> Subquery:
     )
 
 
+def estimable_labels() -> QuerySet[Label]:
+    """The labels that may enter estimates (thresholds, precision, calibration) and training: labels of campaign items
+    and staff reviews. Labels made outside campaigns before reviewers were held to their campaigns (mode 'unchecked')
+    are kept out by this rule."""
+    return Label.objects.filter(mode__in=[LabelMode.CAMPAIGN, LabelMode.STAFF])
+
+
 def campaigns_for(user: Any) -> QuerySet[Campaign]:
     """Staff see every campaign; reviewers only theirs. Annotated with item and label counts by correlated
-    subqueries (no join fan-out between items and labels), in one query."""
+    subqueries (no join fan-out between items and labels), in one query. The GOOD count is staff's: a reviewer's
+    campaign results are not shown to them (n_good is None), so they judge unanchored."""
     qs = Campaign.objects.all() if user.is_staff else Campaign.objects.filter(reviewers=user)
     labels = Label.objects.filter(campaign=OuterRef("pk"))
+    good = Coalesce(_count(labels.filter(verdict=Verdict.GOOD)), 0) if is_staff(user) else Value(None, IntegerField())
     return qs.annotate(
         n_items=Coalesce(_count(CampaignItem.objects.filter(campaign=OuterRef("pk"))), 0),
         n_labels=Coalesce(_count(labels), 0),
-        n_good=Coalesce(_count(labels.filter(verdict=Verdict.GOOD)), 0),
+        n_good=good,
         n_mine=Coalesce(_count(labels.filter(reviewer=user)), 0),
         is_reviewer=Exists(Campaign.reviewers.through.objects.filter(campaign_id=OuterRef("pk"), user_id=user.pk)),
     ).order_by("-created_at")
@@ -107,11 +116,6 @@ def progress(campaign: Campaign, reviewer: Any) -> tuple[int, int]:
         .get()
     )
     return row[1], row[0] - row[1]
-
-
-def remaining(campaign: Campaign, reviewer: Any) -> int:
-    """Items this reviewer has not judged yet."""
-    return CampaignItem.objects.filter(campaign=campaign).exclude(labels__reviewer=reviewer).count()
 
 
 @dataclass(frozen=True)
@@ -269,7 +273,8 @@ def label_rows(campaign: Campaign) -> Iterator[dict]:
 
 
 def campaign_summaries(*, user: Any) -> list[dict[str, Any]]:
-    """The user's campaigns (staff: all) with items, labels, progress, GOOD rate and items waiting for the user."""
+    """The user's campaigns (staff: all) with items, labels, progress, items waiting for the user and, for staff,
+    the GOOD rate."""
     out = []
     for c in campaigns_for(user)[:20]:
         expected = c.n_items * c.overlap
@@ -282,7 +287,7 @@ def campaign_summaries(*, user: Any) -> list[dict[str, Any]]:
                 "labelled": c.n_labels,
                 "wanted": expected,
                 "progress": 100.0 * min(c.n_labels, expected) / expected if expected else 0.0,
-                "good_rate": c.n_good / c.n_labels if c.n_labels else None,
+                "good_rate": c.n_good / c.n_labels if c.n_labels and c.n_good is not None else None,
                 "waiting_for_user": max(0, c.n_items - c.n_mine) if c.is_reviewer else 0,
             }
         )

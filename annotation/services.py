@@ -7,13 +7,24 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max, Min
 from django.utils import timezone
 
-from mining.models import GoldSentencePair, LanguagePairSetting, MiningRun, RunKind, SentencePairCandidate
+from mining.models import (
+    DocumentPairCandidate,
+    GoldSentencePair,
+    LanguagePairSetting,
+    MiningRun,
+    RunKind,
+    SentencePairCandidate,
+)
+from mining.selectors import run_threshold
+from pcapp.roles import is_staff
 
-from .models import Assignment, Campaign, CampaignItem, Label, Sampler, Verdict
+from .models import Assignment, Campaign, CampaignItem, Label, LabelMode, Sampler, Verdict
+from .spec import CampaignSpec
 
 CLAIM_SECONDS = 30 * 60
 """A claim (Assignment) older than this no longer holds its item against other reviewers (an abandoned tab)."""
@@ -33,20 +44,39 @@ class DuplicateLabel(ReviewError):
     status = 409
 
 
-def _sample_ids(
-    run: MiningRun, sampler: str, n: int, seed: int, threshold: float | None, bands: int
-) -> list[tuple[int, int, int]]:
+class NotAllowed(ReviewError):
+    status = 403
+
+
+class NotFound(ReviewError):
+    status = 404
+
+
+def _lock_reviewer(reviewer: Any) -> None:
+    """Serialise one reviewer's writes to the queue (claim, judge, undo) on their user row, inside the caller's
+    transaction: parallel requests of one reviewer (several tabs, a double click, a burst of page loads) then run one
+    after the other instead of racing into `one_current_item`. FOR NO KEY UPDATE does not block rows that merely
+    reference the user (labels, assignments of other transactions)."""
+    list(get_user_model().objects.select_for_update(no_key=True).filter(pk=reviewer.pk).values_list("pk"))
+
+
+def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]]:
     """(candidate id, stratum, stratum size) sampled in SQL, never loading the run's candidates into Python.
 
     A seeded md5 of the id gives a reproducible random order inside Postgres.
     """
+    sampler, n, seed, threshold, bands = spec.sampler, spec.sample_size, spec.seed, spec.threshold, spec.bands
     qs = SentencePairCandidate.objects.filter(run=run)
     if sampler == Sampler.TOP:
         total = qs.count()
         return [(pk, 0, total) for pk in qs.order_by("rank").values_list("id", flat=True)[:n]]
     if sampler == Sampler.THRESHOLD:
+        threshold = threshold if threshold is not None else run_threshold(run)
         if threshold is None:
-            raise ReviewError("the 'around the threshold' sampler needs a threshold")
+            raise ReviewError(
+                f"run {run.pk} has no threshold to sample around (none given, none calibrated for "
+                f"{run.src_lang}-{run.tgt_lang}, and too few pairs for a default): give one"
+            )
         total = qs.count()
         with connection.cursor() as cur:
             cur.execute(
@@ -157,45 +187,30 @@ def _controls(run: MiningRun, n: int, seed: int) -> list[dict[str, Any]]:
 
 @transaction.atomic
 def campaign_create(
-    *,
-    name: str,
-    runs: Sequence[MiningRun],
-    reviewers: Sequence[Any],
-    user: Any = None,
-    sample_size: int = 200,
-    sampler: str = Sampler.UNIFORM,
-    seed: int = 0,
-    overlap: int = 1,
-    guidelines: str | None = None,
-    n_controls: int = 0,
-    blind: bool = False,
-    threshold: float | None = None,
-    bands: int = 5,
-    n_uncertain: int = 0,
+    *, spec: CampaignSpec, runs: Sequence[MiningRun], reviewers: Sequence[Any], user: Any = None
 ) -> Campaign:
     """Create a campaign and sample its items from each run (plus control items, placed at seeded positions).
 
-    `n_uncertain` adds that many items per run drawn by the uncertain sampler (active sampling) beside the
-    `sampler`'s sample; each item records the sampler that drew it, so precision estimates leave them out.
+    `spec.n_uncertain` adds that many items per run drawn by the uncertain sampler (active sampling) beside the
+    `spec.sampler`'s sample; each item records the sampler that drew it, so precision estimates leave them out.
     """
     if not runs:
         raise ReviewError("a campaign needs at least one run")
-    if overlap < 1 or (reviewers and overlap > len(reviewers)):
+    if reviewers and spec.overlap > len(reviewers):
         raise ReviewError(f"overlap must be between 1 and the number of reviewers ({len(reviewers)})")
-    fields = {"guidelines": guidelines} if guidelines else {}
     campaign = Campaign.objects.create(
-        name=name,
-        sample_size=sample_size,
-        sampler=sampler,
-        seed=seed,
-        overlap=overlap,
-        n_controls=n_controls,
-        blind=blind,
-        threshold=threshold,
-        bands=bands,
-        n_uncertain=n_uncertain,
+        name=spec.name,
+        sample_size=spec.sample_size,
+        sampler=spec.sampler,
+        seed=spec.seed,
+        overlap=spec.overlap,
+        n_controls=spec.n_controls,
+        blind=spec.blind,
+        threshold=spec.threshold,
+        bands=spec.bands,
+        n_uncertain=spec.n_uncertain,
+        guidelines=spec.guidelines,
         created_by=user,
-        **fields,
     )
     campaign.runs.set(runs)
     campaign.reviewers.set(reviewers)
@@ -203,11 +218,11 @@ def campaign_create(
     for run in runs:
         if run.kind == RunKind.DOCUMENT:
             raise ReviewError("document runs are reviewed pair by pair on the document pages, not in campaigns")
-        sampled = [(*row, sampler) for row in _sample_ids(run, sampler, sample_size, seed, threshold, bands)]
-        if n_uncertain:
+        sampled = [(*row, spec.sampler) for row in _sample_ids(run, spec)]
+        if spec.n_uncertain:
             sampled += [
                 (*row, Sampler.UNCERTAIN)
-                for row in _uncertain_ids(run, n_uncertain, seed, exclude=[r[0] for r in sampled])
+                for row in _uncertain_ids(run, spec.n_uncertain, spec.seed, exclude=[r[0] for r in sampled])
             ]
         cands = SentencePairCandidate.objects.in_bulk([r[0] for r in sampled])
         for pk, stratum, size, drawn_by in sampled:
@@ -225,19 +240,13 @@ def campaign_create(
                     position=0,
                 )
             )
-        for ctl in _controls(run, n_controls, seed):
+        for ctl in _controls(run, spec.n_controls, spec.seed):
             items.append(CampaignItem(campaign=campaign, run=run, is_control=True, position=0, stratum=-1, **ctl))
-    order = np.random.default_rng(seed).permutation(len(items))
+    order = np.random.default_rng(spec.seed).permutation(len(items))
     for pos, i in enumerate(order):
         items[i].position = pos
     CampaignItem.objects.bulk_create(items, batch_size=2000)
     return campaign
-
-
-def check_can_review(campaign: Campaign, reviewer: Any) -> None:
-    """Only the campaign's reviewers (and staff) review it."""
-    if not (reviewer.is_staff or campaign.reviewers.filter(pk=reviewer.pk).exists()):
-        raise ReviewError("you are not a reviewer of this campaign")
 
 
 @transaction.atomic
@@ -247,9 +256,14 @@ def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
     Free = fewer than `overlap` labels plus live claims, not yet labelled by this reviewer. Rows are locked with
     SKIP LOCKED, so two reviewers claiming at once never get the same item beyond the overlap asked for. A claim
     older than CLAIM_SECONDS stops counting; whoever claims the item next deletes it (its holder then gets 409).
+    A reviewer's own claims are serialised (`_lock_reviewer`), so parallel first loads of the page share one claim.
     """
     cutoff = timezone.now() - timedelta(seconds=CLAIM_SECONDS)
     card = ("item__src", "item__tgt", "item__sentence_pair")
+    current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related(*card).first()
+    if current and current.claimed_at > cutoff:
+        return current.item, "current"
+    _lock_reviewer(reviewer)  # then look again: a parallel request of this reviewer may have claimed meanwhile
     current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related(*card).first()
     if current and current.claimed_at > cutoff:
         return current.item, "current"
@@ -317,9 +331,10 @@ def label_submit(
     comment: str = "",
     seconds: float = 0.0,
 ) -> Label:
-    """Record a judgement of the reviewer's current item. Preconditions: the item is the reviewer's current one."""
+    """Record a judgement of the reviewer's current item (refused as stale or duplicate when it is not)."""
     if verdict not in Verdict.values:
         raise ReviewError(f"verdict must be GOOD or BAD, not '{verdict}'")
+    _lock_reviewer(reviewer)
     assignment = check_current(campaign, reviewer, item_id)
     item = assignment.item
     try:  # a racing double submission hits label_once_per_item; the whole transaction is then rolled back
@@ -330,6 +345,7 @@ def label_submit(
             sentence_pair_id=item.sentence_pair_id,
             document_pair_id=item.document_pair_id,
             verdict=verdict,
+            mode=LabelMode.CAMPAIGN,
             reasons=list(reasons),
             comment=comment,
             seconds_spent=max(0.0, min(float(seconds), 3600.0)),
@@ -342,7 +358,9 @@ def label_submit(
 
 @transaction.atomic
 def label_undo(*, campaign: Campaign, reviewer: Any) -> CampaignItem | None:
-    """Take back the reviewer's last label in the campaign; its item becomes the current one again."""
+    """Take back the reviewer's last label in the campaign; its item becomes the current one again. Parallel undos
+    of one reviewer run one after the other, each taking back one label."""
+    _lock_reviewer(reviewer)
     last = Label.objects.filter(campaign=campaign, reviewer=reviewer).order_by("-created_at", "-id").first()
     if last is None:
         return None
@@ -363,16 +381,27 @@ def label_pair(
     reasons: Sequence[str] = (),
     comment: str = "",
 ) -> Label:
-    """Judge a sentence or document pair outside any campaign (from a run's results or a document page)."""
+    """A staff review of a sentence or document pair outside campaigns (the document-pair page, the API).
+
+    Reviewers label only the items their campaigns hand them: anyone but staff is refused (NotAllowed), so every label
+    outside campaigns is a staff review and says so (`mode`)."""
+    if not is_staff(reviewer):
+        raise NotAllowed("only staff judge pairs outside campaigns; reviewers judge the items of their campaigns")
     if verdict not in Verdict.values:
         raise ReviewError(f"verdict must be GOOD or BAD, not '{verdict}'")
     if (sentence_pair_id is None) == (document_pair_id is None):
         raise ReviewError("judge either a sentence pair or a document pair")
+    # Checked here, since the foreign keys are only checked at commit, outside the duplicate check below.
+    if sentence_pair_id is not None and not SentencePairCandidate.objects.filter(pk=sentence_pair_id).exists():
+        raise NotFound(f"no such sentence pair: {sentence_pair_id}")
+    if document_pair_id is not None and not DocumentPairCandidate.objects.filter(pk=document_pair_id).exists():
+        raise NotFound(f"no such document pair: {document_pair_id}")
     try:
         with transaction.atomic():
             return Label.objects.create(
                 reviewer=reviewer,
                 verdict=verdict,
+                mode=LabelMode.STAFF,
                 reasons=list(reasons),
                 comment=comment,
                 sentence_pair_id=sentence_pair_id,

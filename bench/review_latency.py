@@ -92,6 +92,7 @@ def main() -> None:
 
     from annotation.models import Assignment
     from annotation.services import campaign_create
+    from annotation.spec import CampaignSpec
     from mining.models import MiningRun, SentencePairCandidate
 
     t0 = time.perf_counter()
@@ -103,7 +104,9 @@ def main() -> None:
     user, _ = get_user_model().objects.get_or_create(username="bench-reviewer", defaults={"is_staff": True})
     run = MiningRun.objects.filter(name=f"bench-{args.n}").latest("created_at")
     t0 = time.perf_counter()
-    campaign = campaign_create(name="latency", runs=[run], reviewers=[user], sample_size=args.requests + 10, seed=1)
+    campaign = campaign_create(
+        spec=CampaignSpec(name="latency", sample_size=args.requests + 10, seed=1), runs=[run], reviewers=[user]
+    )
     print(
         f"campaign of {campaign.items.count()} items sampled uniformly from {args.n:,} in "
         f"{time.perf_counter() - t0:.2f} s"

@@ -1,4 +1,5 @@
-"""View decorators and DRF permissions that check roles in the view, never only in templates."""
+"""View decorators and DRF permissions that check roles in the view, never only in templates (the rules, role by role
+and endpoint by endpoint: pcapp.roles.ACCESS, printed in docs/PERMISSIONS.md)."""
 
 from collections.abc import Callable
 from functools import wraps
@@ -9,7 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from rest_framework.permissions import BasePermission
 
-from .roles import is_reviewer, is_staff
+from .roles import can_see_run_results, is_reviewer, is_staff
 
 View = Callable[..., HttpResponse]
 
@@ -31,6 +32,7 @@ def _require(check: Callable[[Any], bool]) -> Callable[[View], View]:
 
 staff_required = _require(is_staff)
 reviewer_required = _require(is_reviewer)
+run_results_required = _require(can_see_run_results)
 
 
 class IsStaff(BasePermission):
@@ -41,3 +43,8 @@ class IsStaff(BasePermission):
 class IsReviewer(BasePermission):
     def has_permission(self, request: Any, view: Any) -> bool:
         return is_reviewer(request.user)
+
+
+class CanSeeRunResults(BasePermission):
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return can_see_run_results(request.user)

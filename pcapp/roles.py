@@ -1,4 +1,14 @@
-"""Roles: staff (import, start runs, create campaigns, export) and reviewers (review what they are given)."""
+"""Roles: staff (import, start runs, create campaigns, see run results, export) and reviewers (review what their
+campaigns hand them), and the table of what each role gets from each page and endpoint.
+
+`ACCESS` is the one statement of the rules: docs/PERMISSIONS.md prints it (`access_markdown`) and
+tests/faults/test_permissions.py checks every cell of it against the running views.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
 
@@ -6,18 +16,115 @@ REVIEWERS_GROUP = "reviewers"
 
 
 def is_staff(user: AbstractBaseUser | AnonymousUser) -> bool:
-    """Staff may import corpora, start runs, create campaigns and export."""
+    """Staff may import corpora, start runs, create campaigns, see run results and export."""
     return bool(user.is_authenticated and user.is_active and user.is_staff)
 
 
 def is_reviewer(user: AbstractBaseUser | AnonymousUser) -> bool:
-    """Reviewers (and staff) may review the items they are given."""
+    """Reviewers (and staff) may review the items their campaigns hand them."""
     if not (user.is_authenticated and user.is_active):
         return False
     return user.is_staff or user.groups.filter(name=REVIEWERS_GROUP).exists()
+
+
+def can_see_run_results(user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Run results (ranked pairs, scores, histograms, comparisons, document pairs) are staff's: a reviewer sees what
+    their campaigns' review pages show and nothing more, so a blind campaign stays blind."""
+    return is_staff(user)
 
 
 def reviewers_group() -> Group:
     """The reviewers group, created on first use."""
     group, _ = Group.objects.get_or_create(name=REVIEWERS_GROUP)
     return group
+
+
+# --- the access table -------------------------------------------------------------------------------------------
+
+
+class Role(Enum):
+    """The columns of the access table. The campaign of a row is campaign A (blind); its run is A's run."""
+
+    ANONYMOUS = "anonymous"
+    USER = "plain user"
+    REVIEWER_OWN = "reviewer of A"
+    REVIEWER_OTHER = "reviewer of B only"
+    STAFF = "staff (not in A)"
+
+
+LOGIN = "login"
+"""A page's answer to anonymous users: a redirect to the login page."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """One row: a page or endpoint and what each role gets from it (an HTTP status, or LOGIN)."""
+
+    key: str
+    method: str
+    path: str
+    what: str
+    anonymous: int | str
+    user: int | str
+    reviewer_own: int | str
+    reviewer_other: int | str
+    staff: int | str
+
+    def cell(self, role: Role) -> int | str:
+        return getattr(self, role.name.lower())
+
+
+ACCESS: tuple[Access, ...] = (
+    Access(
+        "dashboard", "GET", "/", "dashboard (reviewers: their campaigns' progress, no GOOD rate)", LOGIN, *[200] * 4
+    ),
+    Access("campaign-list", "GET", "/review/", "campaign list (reviewers: theirs only)", LOGIN, 403, 200, 200, 200),
+    Access(
+        "campaign-review", "GET", "/review/campaigns/A/", "review page (blind: no evidence)", LOGIN, 403, 200, 404, 200
+    ),
+    Access("campaign-label", "POST", "/review/campaigns/A/label/", "judge the current item", LOGIN, 403, 302, 404, 302),
+    Access("campaign-undo", "POST", "/review/campaigns/A/undo/", "undo the last judgement", LOGIN, 403, 302, 404, 302),
+    Access(
+        "campaign-history", "GET", "/review/campaigns/A/history/0/", "own past judgement", LOGIN, 403, 200, 404, 200
+    ),
+    Access("campaign-new", "GET", "/review/campaigns/new/", "campaign form", LOGIN, 403, 403, 403, 200),
+    Access("campaign-create", "POST", "/review/campaigns/new/", "create a campaign", LOGIN, 403, 403, 403, 302),
+    Access("campaign-results", "GET", "/review/campaigns/A/results/", "campaign results", LOGIN, 403, 403, 403, 200),
+    Access("campaign-labels", "GET", "/review/campaigns/A/labels.csv", "label export", LOGIN, 403, 403, 403, 200),
+    Access("document-pair", "GET", "/review/document-pairs/D/", "document pair with scores", LOGIN, 403, 403, 403, 200),
+    Access(
+        "document-pair-judge", "POST", "/review/document-pairs/D/", "staff review of a pair", LOGIN, 403, 403, 403, 302
+    ),
+    Access("run-list", "GET", "/runs/", "run list (status, counts)", LOGIN, 403, 200, 200, 200),
+    Access("run-detail", "GET", "/runs/R/", "run status page (parameters, counts)", LOGIN, 403, 200, 200, 200),
+    Access("run-results", "GET", "/runs/R/results/", "ranked pairs, scores, histogram", LOGIN, 403, 403, 403, 200),
+    Access("run-compare", "GET", "/runs/compare/?a=R&b=S", "run comparison", LOGIN, 403, 403, 403, 200),
+    Access(
+        "api-judge-item", "POST", "/api/review/judgements/", "judge A's item handed to you", 403, 403, 201, 404, 201
+    ),
+    Access(
+        "api-judge-sampled", "POST", "/api/review/judgements/", "judge a pair A sampled, no campaign", *[403] * 4, 201
+    ),
+    Access(
+        "api-judge-pair", "POST", "/api/review/judgements/", "judge a pair of a run in no campaign", *[403] * 4, 201
+    ),
+    Access("api-campaign-create", "POST", "/api/review/campaigns/", "create a campaign", *[403] * 4, 201),
+    Access("api-campaign-results", "GET", "/api/review/campaigns/A/results/", "campaign results", *[403] * 4, 200),
+    Access("api-campaign-labels", "GET", "/api/review/campaigns/A/labels/", "label export", *[403] * 4, 200),
+    Access("api-run-list", "GET", "/api/runs/", "run list", 403, 403, 200, 200, 200),
+    Access("api-run-detail", "GET", "/api/runs/R/", "run status", 403, 403, 200, 200, 200),
+    Access("api-candidates", "GET", "/api/runs/R/candidates/", "ranked pairs with scores", *[403] * 4, 200),
+    Access("api-histogram", "GET", "/api/runs/R/histogram/", "score histogram", *[403] * 4, 200),
+)
+"""What each role gets from each page and endpoint: A is a blind campaign, B another campaign, R the run A sampled
+(S a second run), D a document pair of a run in no campaign. 404: the campaign is not among the user's."""
+
+
+def access_markdown() -> str:
+    """ACCESS as the Markdown table docs/PERMISSIONS.md carries."""
+    head = ["Method", "Path", "What", *(role.value for role in Role)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in ACCESS:
+        cells = [str(row.cell(role)) for role in Role]
+        lines.append("| " + " | ".join([row.method, f"`{row.path}`", row.what, *cells]) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""Campaign results (staff), label exports, and judging document pairs with their aligned sentences."""
+"""Campaign results, label exports, and staff reviews of document pairs with their aligned sentences (all staff)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from mining.models import DocumentPairCandidate, SentencePairCandidate
-from pcapp.permissions import reviewer_required, staff_required
+from pcapp.permissions import staff_required
 
 from ..forms import PairLabelForm
 from ..models import Campaign, Label
@@ -28,7 +28,9 @@ def results(request: HttpRequest, pk: int) -> HttpResponse:
     campaign = Campaign.objects.filter(pk=pk).first()
     if campaign is None:
         raise Http404("no such campaign")
-    return render(request, "annotation/results.html", {"campaign": campaign, "r": campaign_results(campaign)})
+    pairs = sorted({(r.src_lang, r.tgt_lang) for r in campaign.runs.all() if r.src_lang and r.tgt_lang})
+    context = {"campaign": campaign, "r": campaign_results(campaign), "pairs": pairs}
+    return render(request, "annotation/results.html", context)
 
 
 @require_GET
@@ -63,9 +65,10 @@ def export_labels(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpRespo
 
 
 @require_http_methods(["GET", "POST"])
-@reviewer_required
+@staff_required
 def document_pair(request: HttpRequest, pk: int) -> HttpResponse:
-    """Two documents side by side, their aligned sentence pairs as linked rows; judge pairs and the whole."""
+    """Two documents side by side, their aligned sentence pairs as linked rows; judge pairs and the whole (a staff
+    review: document runs are not reviewed in campaigns, and their scores are run results)."""
     pair = DocumentPairCandidate.objects.select_related("src", "tgt", "run").filter(pk=pk).first()
     if pair is None:
         raise Http404("no such document pair")

@@ -34,25 +34,16 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
 @staff_required
 def campaign_new(request: HttpRequest) -> HttpResponse:
     """Create a campaign from runs (staff)."""
-    form = CampaignForm(request.POST or None)
+    # ?runs=ID (from a run's results page) preselects the runs, with the creator as reviewer.
+    initial = {"runs": request.GET.getlist("runs"), "reviewers": [request.user.pk]} if "runs" in request.GET else {}
+    form = CampaignForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        d = form.cleaned_data
         try:
             campaign = campaign_create(
-                name=d["name"],
-                runs=list(d["runs"]),
-                reviewers=list(d["reviewers"]),
+                spec=form.spec,
+                runs=list(form.cleaned_data["runs"]),
+                reviewers=list(form.cleaned_data["reviewers"]),
                 user=request.user,
-                sample_size=d["sample_size"],
-                sampler=d["sampler"],
-                seed=d["seed"],
-                overlap=d["overlap"],
-                guidelines=d["guidelines"],
-                n_controls=d["n_controls"],
-                blind=d["blind"],
-                threshold=d["threshold"],
-                bands=d["bands"],
-                n_uncertain=d["n_uncertain"] or 0,
             )
         except ReviewError as exc:
             form.add_error(None, str(exc))

@@ -10,8 +10,9 @@ from rest_framework.test import APIClient
 from annotation.models import CampaignItem, Sampler
 from annotation.selectors import campaign_results, label_rows
 from annotation.services import ReviewError, campaign_create, confidence_threshold, item_claim, label_submit
-from mining.models import LanguagePairSetting, SentencePairCandidate
+from annotation.spec import CampaignSpec
 from feedback.services.calibration import threshold_labels
+from mining.models import LanguagePairSetting, SentencePairCandidate
 from pcapp.roles import reviewers_group
 from tests.mining.views.test_results import make_run
 
@@ -41,13 +42,17 @@ def test_uncertain_sampler_picks_the_confidences_nearest_the_threshold():
     run = calibrated_run()
     # The stored threshold 1.45 (on the score) keeps 5 pairs; the 5th highest confidence, 0.66, keeps as many.
     assert confidence_threshold(run) == pytest.approx(0.66)
-    campaign = campaign_create(name="active", runs=[run], reviewers=[], sampler=Sampler.UNCERTAIN, sample_size=3)
+    campaign = campaign_create(
+        spec=CampaignSpec(name="active", sampler=Sampler.UNCERTAIN, sample_size=3), runs=[run], reviewers=[]
+    )
     # |conf - 0.66|: 0.66 (rank 7) 0, 0.71 (rank 5) 0.05, 0.52 (rank 6) 0.14; next 0.88 (rank 4) 0.22.
     assert _ranks(campaign, Sampler.UNCERTAIN) == [5, 6, 7]
     assert set(CampaignItem.objects.filter(campaign=campaign).values_list("stratum_size", flat=True)) == {0}
     # The score-threshold sampler at the same threshold picks other items (scores 1.5, 1.4).
     near = campaign_create(
-        name="near", runs=[run], reviewers=[], sampler=Sampler.THRESHOLD, threshold=1.45, sample_size=2
+        spec=CampaignSpec(name="near", sampler=Sampler.THRESHOLD, threshold=1.45, sample_size=2),
+        runs=[run],
+        reviewers=[],
     )
     assert _ranks(near, Sampler.THRESHOLD) == [5, 6]
 
@@ -55,12 +60,14 @@ def test_uncertain_sampler_picks_the_confidences_nearest_the_threshold():
 def test_uncertain_sampler_refuses_runs_without_confidences_or_a_threshold():
     bare = make_run(4)
     with pytest.raises(ReviewError, match="needs calibrated confidences, and run .* has none"):
-        campaign_create(name="x", runs=[bare], reviewers=[], sampler=Sampler.UNCERTAIN, sample_size=2)
+        campaign_create(
+            spec=CampaignSpec(name="x", sampler=Sampler.UNCERTAIN, sample_size=2), runs=[bare], reviewers=[]
+        )
     with pytest.raises(ReviewError, match="calibrated confidences"):
-        campaign_create(name="x", runs=[bare], reviewers=[], sample_size=2, n_uncertain=2)
+        campaign_create(spec=CampaignSpec(name="x", sample_size=2, n_uncertain=2), runs=[bare], reviewers=[])
     no_threshold = calibrated_run(threshold=None)
     with pytest.raises(ReviewError, match="needs the threshold of en-fr, and none is stored"):
-        campaign_create(name="x", runs=[no_threshold], reviewers=[], sample_size=2, n_uncertain=2)
+        campaign_create(spec=CampaignSpec(name="x", sample_size=2, n_uncertain=2), runs=[no_threshold], reviewers=[])
 
 
 def _judge_all(campaign, reviewer, verdict_of) -> None:
@@ -76,14 +83,9 @@ def test_estimates_leave_the_uncertain_items_out(django_user_model):
     rev = django_user_model.objects.create_user("rev", password="pw-rev-1234")
     rev.groups.add(reviewers_group())
     campaign = campaign_create(
-        name="mixed",
+        spec=CampaignSpec(name="mixed", sampler=Sampler.STRATIFIED, bands=2, sample_size=4, n_uncertain=3, seed=1),
         runs=[run],
         reviewers=[rev],
-        sampler=Sampler.STRATIFIED,
-        bands=2,
-        sample_size=4,
-        n_uncertain=3,
-        seed=1,
     )
     items = list(CampaignItem.objects.filter(campaign=campaign))
     stratified = [i for i in items if i.sampler == Sampler.STRATIFIED]
@@ -111,7 +113,9 @@ def test_estimates_leave_the_uncertain_items_out(django_user_model):
 def test_results_page_and_api_show_the_active_sample_apart(django_user_model, staff_client, staff_user):
     run = calibrated_run()
     rev = django_user_model.objects.create_user("rev", password="pw-rev-1234")
-    campaign = campaign_create(name="mixed", runs=[run], reviewers=[rev], sample_size=2, n_uncertain=2)
+    campaign = campaign_create(
+        spec=CampaignSpec(name="mixed", sample_size=2, n_uncertain=2), runs=[run], reviewers=[rev]
+    )
     _judge_all(campaign, rev, lambda item: "BAD" if item.sampler == Sampler.UNCERTAIN else "GOOD")
     html = staff_client.get(reverse("campaign-results", args=[campaign.pk])).content.decode()
     assert "+ 2 uncertain per run" in html and 'id="active-rates"' in html

@@ -1,5 +1,5 @@
-"""The document-pair page: both documents side by side, aligned sentences as linked rows, each judgeable, the pair
-judged as a whole; corpus text escaped."""
+"""The document-pair page (a staff review): both documents side by side, aligned sentences as linked rows, each
+judgeable, the pair judged as a whole; corpus text escaped; reviewers and plain users are refused."""
 
 from __future__ import annotations
 
@@ -39,9 +39,9 @@ def doc_pair():
 
 
 @pytest.mark.django_db
-def test_document_pair_page_links_rows_and_escapes_text(reviewer_client, doc_pair):
+def test_document_pair_page_links_rows_and_escapes_text(staff_client, doc_pair):
     pair, linked = doc_pair
-    page = reviewer_client.get(reverse("document-pair", args=[pair.pk]))
+    page = staff_client.get(reverse("document-pair", args=[pair.pk]))
     assert page.status_code == 200
     body = page.content.decode()
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; co" in body
@@ -52,20 +52,25 @@ def test_document_pair_page_links_rows_and_escapes_text(reviewer_client, doc_pai
 
 
 @pytest.mark.django_db
-def test_sentence_pairs_and_the_whole_pair_are_judged_once(reviewer_client, reviewer_user, doc_pair):
+def test_sentence_pairs_and_the_whole_pair_are_judged_once(staff_client, staff_user, doc_pair):
     pair, linked = doc_pair
     url = reverse("document-pair", args=[pair.pk])
-    assert reviewer_client.post(url, {"sentence_pair": linked[0].pk, "verdict": "GOOD"}).status_code == 302
-    reviewer_client.post(url, {"sentence_pair": linked[0].pk, "verdict": "BAD"})  # a second time: refused
-    assert reviewer_client.post(url, {"document_pair": pair.pk, "verdict": "BAD"}).status_code == 302
-    assert sorted(Label.objects.filter(reviewer=reviewer_user).values_list("verdict", flat=True)) == ["BAD", "GOOD"]
+    assert staff_client.post(url, {"sentence_pair": linked[0].pk, "verdict": "GOOD"}).status_code == 302
+    staff_client.post(url, {"sentence_pair": linked[0].pk, "verdict": "BAD"})  # a second time: refused
+    assert staff_client.post(url, {"document_pair": pair.pk, "verdict": "BAD"}).status_code == 302
+    labels = Label.objects.filter(reviewer=staff_user).order_by("verdict")
+    assert [(x.verdict, x.mode, x.campaign_id) for x in labels] == [("BAD", "staff", None), ("GOOD", "staff", None)]
     assert Label.objects.get(sentence_pair=linked[0]).verdict == "GOOD"
-    page = reviewer_client.get(url).content.decode()
+    page = staff_client.get(url).content.decode()
     assert "your verdict on the whole pair: BAD" in page
 
 
 @pytest.mark.django_db
-def test_document_pair_page_needs_a_reviewer(client, other_user, doc_pair):
-    pair, _ = doc_pair
-    client.force_login(other_user)
-    assert client.get(reverse("document-pair", args=[pair.pk])).status_code == 403
+@pytest.mark.parametrize("who", ["reviewer_user", "other_user"])
+def test_document_pair_page_is_staff_only(client, request, who, doc_pair):
+    pair, linked = doc_pair
+    client.force_login(request.getfixturevalue(who))
+    url = reverse("document-pair", args=[pair.pk])
+    assert client.get(url).status_code == 403
+    assert client.post(url, {"sentence_pair": linked[0].pk, "verdict": "GOOD"}).status_code == 403
+    assert Label.objects.count() == 0

@@ -14,6 +14,7 @@ from django.urls import reverse
 from annotation.models import Assignment, Campaign, CampaignItem, Label, Sampler
 from annotation.selectors import campaign_results
 from annotation.services import DuplicateLabel, StaleItem, campaign_create, item_claim, label_submit, label_undo
+from annotation.spec import CampaignSpec
 from mining.models import GoldSentencePair, SentencePairCandidate
 from pcapp.roles import reviewers_group
 from tests.mining.views.test_results import make_run
@@ -27,23 +28,27 @@ def reviewers(django_user_model, n: int):
 
 
 def make_campaign(run, users, **kw) -> Campaign:
-    return campaign_create(name="eval", runs=[run], reviewers=users, **{"sample_size": 6, **kw})
+    return campaign_create(spec=CampaignSpec(name="eval", **{"sample_size": 6, **kw}), runs=[run], reviewers=users)
 
 
 @pytest.mark.django_db
 def test_samplers_pick_the_requested_items():
     run = make_run(20, scores=[2.0 - 0.05 * i for i in range(20)])
-    top = campaign_create(name="top", runs=[run], reviewers=[], sampler=Sampler.TOP, sample_size=5)
+    top = campaign_create(spec=CampaignSpec(name="top", sampler=Sampler.TOP, sample_size=5), runs=[run], reviewers=[])
     assert sorted(top.items.values_list("sentence_pair__rank", flat=True)) == [1, 2, 3, 4, 5]
-    uni_a = campaign_create(name="u", runs=[run], reviewers=[], sample_size=7, seed=3)
-    uni_b = campaign_create(name="u", runs=[run], reviewers=[], sample_size=7, seed=3)
+    uni_a = campaign_create(spec=CampaignSpec(name="u", sample_size=7, seed=3), runs=[run], reviewers=[])
+    uni_b = campaign_create(spec=CampaignSpec(name="u", sample_size=7, seed=3), runs=[run], reviewers=[])
     assert sorted(uni_a.items.values_list("sentence_pair", flat=True)) == sorted(
         uni_b.items.values_list("sentence_pair", flat=True)
     )
-    strat = campaign_create(name="s", runs=[run], reviewers=[], sampler=Sampler.STRATIFIED, sample_size=10, bands=5)
+    strat = campaign_create(
+        spec=CampaignSpec(name="s", sampler=Sampler.STRATIFIED, sample_size=10, bands=5), runs=[run], reviewers=[]
+    )
     assert set(strat.items.values_list("stratum", flat=True)) == {0, 1, 2, 3, 4}
     assert sum(size for _, size in set(strat.items.values_list("stratum", "stratum_size"))) == 20
-    near = campaign_create(name="t", runs=[run], reviewers=[], sampler=Sampler.THRESHOLD, threshold=1.5, sample_size=3)
+    near = campaign_create(
+        spec=CampaignSpec(name="t", sampler=Sampler.THRESHOLD, threshold=1.5, sample_size=3), runs=[run], reviewers=[]
+    )
     assert sorted(near.items.values_list("sentence_pair__score", flat=True)) == pytest.approx([1.45, 1.5, 1.55])
 
 
@@ -246,9 +251,10 @@ def test_review_and_list_query_counts_are_pinned_and_flat(django_user_model, dja
     with django_assert_num_queries(8):
         client.get(reverse("campaign-review", args=[small.pk]), headers={"HX-Request": "true"})
     counts_small = _review_query_counts(client, small, a)
-    # GET 8; POST 19 (session, user, campaign, the label with its savepoints, the claim, the next card);
+    # GET 8; POST 22 (session, user, campaign, the label with its savepoints and the reviewer's row lock, the claim
+    # with the lock and its second look at the current item, the next card);
     # list 4 (session, user, groups check, campaigns with counts by subqueries).
-    assert counts_small == (8, 19, 4)
+    assert counts_small == (8, 22, 4)
     # Ten times the items, other campaigns, other reviewers' labels and a history of 25 labels: same counts.
     big = make_campaign(make_run(80), [a, b], sample_size=80, overlap=2)
     make_campaign(make_run(30), [a, b], sample_size=30)

@@ -7,6 +7,7 @@ import pytest
 
 from annotation.models import Label
 from annotation.services import campaign_create
+from annotation.spec import CampaignSpec
 from pcapp.roles import reviewers_group
 from tests.browser.conftest import login
 from tests.mining.views.test_results import make_run
@@ -20,7 +21,9 @@ def campaign(django_user_model):
     reviewer.groups.add(reviewers_group())
     django_user_model.objects.create_user("boss", password="pw-boss-1234", is_staff=True)
     run = make_run(14, texts=[(f"Source sentence <b>{i}</b> & more", f"Phrase cible {i}") for i in range(14)])
-    return campaign_create(name="keyboard campaign", runs=[run], reviewers=[reviewer], sample_size=12, seed=2)
+    return campaign_create(
+        spec=CampaignSpec(name="keyboard campaign", sample_size=12, seed=2), runs=[run], reviewers=[reviewer]
+    )
 
 
 def test_review_ten_pairs_with_the_keyboard_then_open_results(page, campaign, screenshot):

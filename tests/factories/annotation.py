@@ -6,7 +6,7 @@ import factory
 from django.contrib.auth import get_user_model
 from factory.django import DjangoModelFactory
 
-from annotation.models import Label, Verdict
+from annotation.models import Label, LabelMode, Verdict
 
 
 class UserFactory(DjangoModelFactory):
@@ -17,10 +17,12 @@ class UserFactory(DjangoModelFactory):
 
 
 class LabelFactory(DjangoModelFactory):
-    """A label outside any campaign, by a fresh reviewer unless one is given."""
+    """A staff review outside any campaign (the only labels allowed outside campaigns), by a fresh staff user unless
+    one is given."""
 
     class Meta:
         model = Label
 
-    reviewer = factory.SubFactory(UserFactory)
+    reviewer = factory.SubFactory(UserFactory, is_staff=True)
     verdict = Verdict.GOOD
+    mode = LabelMode.STAFF

@@ -90,9 +90,9 @@ def test_export_reads_the_calibration_without_a_query_per_row(fmt):
     assert counts[0] == counts[1]
 
 
-def test_candidates_api_carries_the_calibration(reviewer_user):
+def test_candidates_api_carries_the_calibration(staff_user):
     api = APIClient()
-    api.force_authenticate(reviewer_user)
+    api.force_authenticate(staff_user)
     counts = []
     for n in (2, 30):
         run, model = calibrated_run(n)

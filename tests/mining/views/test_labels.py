@@ -1,7 +1,5 @@
-"""Label-aware reads: label-state filters, GOOD-only export, precision per threshold and per run.
-
-These need annotation.Label and its factory (tests/factories/annotation.py); they skip until both exist.
-"""
+"""Label-aware reads: label-state filters, GOOD-only export, precision per threshold and per run (the labels are
+staff reviews outside campaigns, each by its own staff member)."""
 
 from __future__ import annotations
 
@@ -11,18 +9,15 @@ import pytest
 from django.urls import reverse
 
 from mining.models import SentencePairCandidate
-from mining.selectors import candidate_page, label_model, run_compare, score_histogram
+from mining.selectors import candidate_page, run_compare, score_histogram
+from tests.factories.annotation import LabelFactory
 from tests.mining.views.test_results import make_run
 
 pytestmark = pytest.mark.django_db
 
-factories = pytest.importorskip("tests.factories.annotation", reason="annotation factories not there yet")
-if label_model() is None or not hasattr(factories, "LabelFactory"):
-    pytest.skip("annotation.Label or its LabelFactory not there yet", allow_module_level=True)
-
 
 def label(cand: SentencePairCandidate, verdict: str) -> None:
-    factories.LabelFactory(sentence_pair=cand, verdict=verdict)
+    LabelFactory(sentence_pair=cand, verdict=verdict)
 
 
 @pytest.fixture

@@ -1,0 +1,221 @@
+"""Every cell of the access table (pcapp.roles.ACCESS, printed in docs/PERMISSIONS.md) against the running views:
+anonymous, a plain user, a reviewer of the blind campaign A, a reviewer of campaign B only, and staff not in A.
+
+Each row has one request builder here; the test checks the builders and the table cover each other, that each cell
+is the status the view answers, and that a refused judgement stores nothing while an allowed one stores one label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation.models import Campaign, Label, LabelMode
+from annotation.selectors import estimable_labels
+from annotation.services import campaign_create, item_claim, label_submit
+from annotation.spec import CampaignSpec
+from mining.models import DocumentPairCandidate, RunKind
+from pcapp.roles import ACCESS, LOGIN, Access, Role, access_markdown, reviewers_group
+from tests.factories.mining import CorpusFactory, DocumentFactory, MiningRunFactory
+from tests.mining.views.test_results import make_run
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "PERMISSIONS.md"
+
+
+@dataclass
+class World:
+    """Campaign A (blind, run R, reviewer `own`), campaign B (run S, reviewer `other`), run P in no campaign, a
+    document pair D of a document run, a plain user and staff in no campaign."""
+
+    a: Campaign
+    b: Campaign
+    r: Any
+    s: Any
+    p: Any
+    d: DocumentPairCandidate
+    users: dict[Role, Any]
+
+
+@pytest.fixture
+def world(django_user_model) -> World:
+    def user(name: str, *, reviewer: bool = False, staff: bool = False):
+        u = django_user_model.objects.create_user(name, is_staff=staff)  # no password: no hashing, force_login
+        if reviewer:
+            u.groups.add(reviewers_group())
+        return u
+
+    own, other = user("own", reviewer=True), user("other", reviewer=True)
+    r, s, p = make_run(6), make_run(4), make_run(3)
+    a = campaign_create(spec=CampaignSpec(name="A", sample_size=4, blind=True, seed=1), runs=[r], reviewers=[own])
+    b = campaign_create(spec=CampaignSpec(name="B", sample_size=2, seed=1), runs=[s], reviewers=[other])
+    corpus = CorpusFactory()
+    d = DocumentPairCandidate.objects.create(
+        run=MiningRunFactory(kind=RunKind.DOCUMENT, src_corpus=corpus),
+        src=DocumentFactory(corpus=corpus, lang="en"),
+        tgt=DocumentFactory(corpus=corpus, lang="fr"),
+        cosine=0.9,
+        score=1.3,
+        rank=1,
+    )
+    users = {
+        Role.ANONYMOUS: None,
+        Role.USER: user("plain"),
+        Role.REVIEWER_OWN: own,
+        Role.REVIEWER_OTHER: other,
+        Role.STAFF: user("boss", staff=True),
+    }
+    return World(a, b, r, s, p, d, users)
+
+
+def _judged(w: World, who: Any) -> None:
+    """`who` has judged one item of A (written through the services, which leave permissions to the views)."""
+    item, _ = item_claim(campaign=w.a, reviewer=who)
+    label_submit(campaign=w.a, reviewer=who, item_id=item.pk, verdict="GOOD")
+
+
+def _current(w: World, who: Any) -> int:
+    """An item of A held by `who` (any item of A for anonymous)."""
+    if who is None:
+        return w.a.items.first().pk
+    return item_claim(campaign=w.a, reviewer=who)[0].pk
+
+
+Request = Callable[[World, Any, Client, APIClient], Any]
+
+REQUESTS: dict[str, Request] = {
+    "dashboard": lambda w, u, c, api: c.get(reverse("dashboard")),
+    "campaign-list": lambda w, u, c, api: c.get(reverse("campaign-list")),
+    "campaign-review": lambda w, u, c, api: c.get(reverse("campaign-review", args=[w.a.pk])),
+    "campaign-label": lambda w, u, c, api: c.post(
+        reverse("campaign-label", args=[w.a.pk]), {"item": _current(w, u), "verdict": "BAD"}
+    ),
+    "campaign-undo": lambda w, u, c, api: (u and _judged(w, u), c.post(reverse("campaign-undo", args=[w.a.pk])))[1],
+    "campaign-history": lambda w, u, c, api: (
+        u and _judged(w, u),
+        c.get(reverse("campaign-history", args=[w.a.pk, 0])),
+    )[1],
+    "campaign-new": lambda w, u, c, api: c.get(reverse("campaign-new")),
+    "campaign-create": lambda w, u, c, api: c.post(
+        reverse("campaign-new"),
+        {"name": "C", "runs": [w.r.pk], "reviewers": [w.users[Role.REVIEWER_OWN].pk], "sample_size": 2},
+    ),
+    "campaign-results": lambda w, u, c, api: c.get(reverse("campaign-results", args=[w.a.pk])),
+    "campaign-labels": lambda w, u, c, api: c.get(reverse("campaign-labels", args=[w.a.pk, "csv"])),
+    "document-pair": lambda w, u, c, api: c.get(reverse("document-pair", args=[w.d.pk])),
+    "document-pair-judge": lambda w, u, c, api: c.post(
+        reverse("document-pair", args=[w.d.pk]), {"document_pair": w.d.pk, "verdict": "GOOD"}
+    ),
+    "run-list": lambda w, u, c, api: c.get(reverse("run-list")),
+    "run-detail": lambda w, u, c, api: c.get(reverse("run-detail", args=[w.r.pk])),
+    "run-results": lambda w, u, c, api: c.get(reverse("run-results", args=[w.r.pk])),
+    "run-compare": lambda w, u, c, api: c.get(reverse("run-compare"), {"a": w.r.pk, "b": w.s.pk}),
+    "api-judge-item": lambda w, u, c, api: api.post(
+        "/api/review/judgements/", {"campaign": w.a.pk, "item": _current(w, u), "verdict": "BAD"}, format="json"
+    ),
+    "api-judge-sampled": lambda w, u, c, api: api.post(
+        "/api/review/judgements/",
+        {"sentence_pair": w.a.items.first().sentence_pair_id, "verdict": "BAD"},
+        format="json",
+    ),
+    "api-judge-pair": lambda w, u, c, api: api.post(
+        "/api/review/judgements/", {"sentence_pair": w.p.sentence_pairs.first().pk, "verdict": "BAD"}, format="json"
+    ),
+    "api-campaign-create": lambda w, u, c, api: api.post(
+        "/api/review/campaigns/",
+        {"name": "C", "runs": [w.r.pk], "reviewers": [w.users[Role.REVIEWER_OWN].pk], "sample_size": 2},
+        format="json",
+    ),
+    "api-campaign-results": lambda w, u, c, api: api.get(f"/api/review/campaigns/{w.a.pk}/results/"),
+    "api-campaign-labels": lambda w, u, c, api: api.get(f"/api/review/campaigns/{w.a.pk}/labels/"),
+    "api-run-list": lambda w, u, c, api: api.get("/api/runs/"),
+    "api-run-detail": lambda w, u, c, api: api.get(f"/api/runs/{w.r.pk}/"),
+    "api-candidates": lambda w, u, c, api: api.get(f"/api/runs/{w.r.pk}/candidates/"),
+    "api-histogram": lambda w, u, c, api: api.get(f"/api/runs/{w.r.pk}/histogram/"),
+}
+
+WRITES_ONE_LABEL = {"campaign-label", "document-pair-judge", "api-judge-item", "api-judge-sampled", "api-judge-pair"}
+
+
+def test_the_table_and_the_requests_cover_each_other():
+    assert [row.key for row in ACCESS] == list(REQUESTS)
+    assert WRITES_ONE_LABEL <= set(REQUESTS)
+
+
+def test_docs_permissions_carries_the_table():
+    assert access_markdown() in DOC.read_text(encoding="utf-8")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", list(Role), ids=[r.name.lower() for r in Role])
+@pytest.mark.parametrize("row", ACCESS, ids=[row.key for row in ACCESS])
+def test_access_cell(world: World, row: Access, role: Role):
+    who = world.users[role]
+    client, api = Client(), APIClient()
+    if who is not None:
+        client.force_login(who)
+        api.force_authenticate(who)
+    before = Label.objects.count()
+    response = REQUESTS[row.key](world, who, client, api)
+    expected = row.cell(role)
+    if expected == LOGIN:
+        assert response.status_code == 302 and response["Location"].startswith(reverse("login") + "?next=")
+    else:
+        assert response.status_code == expected, getattr(response, "content", b"")[:300]
+    if row.key in WRITES_ONE_LABEL:
+        assert Label.objects.count() - before == (1 if expected in (201, 302) and who is not None else 0)
+
+
+@pytest.mark.django_db
+def test_labels_by_route_carry_their_mode_and_only_rule_abiding_labels_are_estimable(world: World):
+    own, staff = world.users[Role.REVIEWER_OWN], world.users[Role.STAFF]
+    api = APIClient()
+    api.force_authenticate(own)
+    item = _current(world, own)
+    assert (
+        api.post("/api/review/judgements/", {"campaign": world.a.pk, "item": item, "verdict": "GOOD"}).status_code
+        == 201
+    )
+    api.force_authenticate(staff)
+    pair = world.p.sentence_pairs.first().pk
+    assert api.post("/api/review/judgements/", {"sentence_pair": pair, "verdict": "BAD"}).status_code == 201
+    rows = sorted(Label.objects.values_list("reviewer__username", "mode", "campaign_id", "item_id", "sentence_pair_id"))
+    a_pair = world.a.items.get(pk=item).sentence_pair_id
+    assert rows == [("boss", "staff", None, None, pair), ("own", "campaign", world.a.pk, item, a_pair)]
+    assert sorted(estimable_labels().values_list("mode", flat=True)) == ["campaign", "staff"]
+    assert LabelMode.UNCHECKED not in estimable_labels().values_list("mode", flat=True)
+
+
+@pytest.mark.django_db
+def test_a_blind_campaigns_reviewer_sees_no_score_and_no_good_rate(world: World):
+    from django.db.models import F
+
+    own = world.users[Role.REVIEWER_OWN]
+    world.r.sentence_pairs.update(
+        evidence={"cosine": 0.8123, "margin": 1.2345, "src_neighbours": [], "tgt_neighbours": []}
+    )
+    world.r.sentence_pairs.update(score=F("score") + 0.00017)  # scores like 1.50017: findable in a page if shown
+    _judged(world, own)
+    client = Client()
+    client.force_login(own)
+    pages = [
+        client.get(reverse(name, args=args)).content.decode()
+        for name, args in [("campaign-review", [world.a.pk]), ("campaign-list", []), ("dashboard", [])]
+    ]
+    for html in pages:
+        assert "1.2345" not in html and "0.8123" not in html and "00017" not in html and "Mining evidence" not in html
+    assert "GOOD rate" not in pages[1]  # the campaign list has no GOOD rate column for reviewers
+    dashboard = pages[2]
+    assert '<td class="good-rate">–</td>' in dashboard and "compare runs" not in dashboard
+    detail = client.get(reverse("run-detail", args=[world.r.pk])).content.decode()
+    assert 'id="results-link"' not in detail and "00017" not in detail
+    staff = Client()
+    staff.force_login(world.users[Role.STAFF])
+    assert '<td class="good-rate">1.00</td>' in staff.get(reverse("dashboard")).content.decode()
+    assert "100 %" in staff.get(reverse("campaign-list")).content.decode()
