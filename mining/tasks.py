@@ -29,11 +29,48 @@ def export_run(
     return {"run_id": run_id, "file": path.name, "pairs": n}
 
 
-@shared_task(name="mining.import_corpus")
-def import_corpus_task(job_id: int) -> dict:
+@shared_task(name="mining.import_corpus", bind=True, acks_late=True, reject_on_worker_lost=True)
+def import_corpus_task(self, job_id: int) -> dict:
     """Run one corpus import job (all or nothing)."""
     from .models import ImportJob
     from .services.imports import import_execute
 
-    job = import_execute(job=ImportJob.objects.get(pk=job_id))
+    job = import_execute(job=ImportJob.objects.get(pk=job_id), task_id=self.request.id or "")
     return {"job_id": job_id, "status": job.status, "corpus_id": job.corpus_id}
+
+
+def _shard(run_id: int, stage: str, shard_no: int) -> dict:
+    from .services.sharded_runs import shard_task_body
+
+    return shard_task_body(run_id, stage, shard_no)
+
+
+# One shard of a sentence run per task. Four names for one body, so each stage's shards can be routed to their own
+# queue (settings.CELERY_TASK_ROUTES). acks_late: a task whose worker dies before it finished comes back;
+# reject_on_worker_lost: a pool process killed under it sends it back to the queue at once (safe: a shard is
+# claimed with a lease and its output replaced atomically, so running it twice writes it once).
+_SHARD_OPTIONS = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+
+
+@shared_task(name="mining.shard_embed", **_SHARD_OPTIONS)
+def shard_embed(run_id: int, stage: str, shard_no: int) -> dict:
+    """Encode one side shard of a sentence run (queue `embed`)."""
+    return _shard(run_id, stage, shard_no)
+
+
+@shared_task(name="mining.shard_index", **_SHARD_OPTIONS)
+def shard_index(run_id: int, stage: str, shard_no: int) -> dict:
+    """Train a run's IVF quantizer or fill one index shard (queue `index`)."""
+    return _shard(run_id, stage, shard_no)
+
+
+@shared_task(name="mining.shard_search", **_SHARD_OPTIONS)
+def shard_search(run_id: int, stage: str, shard_no: int) -> dict:
+    """Search one query shard against every index shard of the other side (queue `search`)."""
+    return _shard(run_id, stage, shard_no)
+
+
+@shared_task(name="mining.shard_io", **_SHARD_OPTIONS)
+def shard_io(run_id: int, stage: str, shard_no: int) -> dict:
+    """Plan, score, filter, write (COPY) or finish a sentence run (queue `io`)."""
+    return _shard(run_id, stage, shard_no)

@@ -7,13 +7,19 @@ imports this module.
 
 from __future__ import annotations
 
+import logging
+import threading
+
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutting_down
+from django import db
 
 from mining.models import ImportJob, MiningRun, RunKind
 from mining.services.execute import RunHandler, execute_run_service
-from mining.services.jobs import jobs_reap_stalled
+from mining.services.jobs import jobs_reap_stalled, lease_seconds
 from mining.services.runs import EXECUTE_RUN_TASK, run_mark_failed
+
+logger = logging.getLogger(__name__)
 
 
 def run_handlers() -> dict[str, RunHandler]:
@@ -50,8 +56,13 @@ def execute_job(*, run: MiningRun, task_id: str = "") -> dict:
 
 @shared_task(name=EXECUTE_RUN_TASK, bind=True, acks_late=True)
 def execute_run(self, run_id: int) -> dict:
-    """Execute one MiningRun of any kind (the task `mining.services.runs.run_enqueue` sends)."""
+    """Start one MiningRun of any kind (the task `mining.services.runs.run_enqueue` sends): a sentence run is handed
+    to the workers as stages of shard tasks; every other kind runs here, in this task."""
     run = MiningRun.objects.get(pk=run_id)
+    if run.kind == RunKind.SENTENCE:
+        from mining.services.sharded_runs import sharded_run_start
+
+        return sharded_run_start(run=run, task_id=self.request.id or "")
     return execute_job(run=run, task_id=self.request.id or "")
 
 
@@ -60,7 +71,31 @@ def reap_stalled_jobs() -> dict[str, list[int]]:
     return {"runs": jobs_reap_stalled(model=MiningRun), "imports": jobs_reap_stalled(model=ImportJob)}
 
 
+def _keeper(stop: threading.Event) -> None:
+    """Every quarter lease: keep the distributed runs' leases, re-queue shards of dead workers (sharded_runs_keep)."""
+    from mining.services.sharded_runs import sharded_runs_keep
+
+    while not stop.wait(max(0.5, lease_seconds() / 4)):
+        try:
+            sharded_runs_keep()
+        except Exception:  # the database or broker is away for a moment: the next round tries again
+            logger.exception("the shard keeper failed; trying again")
+        finally:
+            db.connection.close()
+
+
+_KEEPER_STOP = threading.Event()
+
+
 @worker_ready.connect
 def _reap_on_worker_start(**_: object) -> None:
-    """A worker that starts (after a crash, or on a new machine) frees the jobs a dead worker left running."""
+    """A worker that starts (after a crash, or on a new machine) frees the jobs a dead worker left running, then
+    keeps the shard leases of distributed runs while it lives."""
     reap_stalled_jobs()
+    db.connection.close()
+    threading.Thread(target=_keeper, args=(_KEEPER_STOP,), name="pcapp-shard-keeper", daemon=True).start()
+
+
+@worker_shutting_down.connect
+def _stop_keeper(**_: object) -> None:
+    _KEEPER_STOP.set()

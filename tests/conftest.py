@@ -99,6 +99,8 @@ def celery_worker_process(transactional_db, settings, _data_dir, tmp_path) -> It
         "DATABASE_URL": url,
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
         "CELERY_TASK_DEFAULT_QUEUE": queue,
+        # a sentence run's shard tasks too (pcapp/queues.py): this worker takes every queue the test sends to
+        **{f"PCAPP_QUEUE_{name.upper()}": queue for name in ("embed", "index", "search", "io")},
         "PCAPP_DATA_DIR": str(settings.PCAPP_DATA_DIR),
         "OMP_NUM_THREADS": "1",
     }
@@ -156,3 +158,98 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.2) -> bool:
             return True
         time.sleep(interval)
     return False
+
+
+class WorkerPool:
+    """Real `celery worker` subprocesses (solo pool, one process each) sharing the test database, the broker and
+    the data folder, on private queues: the default one and one per stage (embed, index, search, io)."""
+
+    def __init__(self, env: dict[str, str], queues: list[str], tmp_path: Path) -> None:
+        self.env, self.queues, self.tmp_path = env, queues, tmp_path
+        self.procs: list[subprocess.Popen] = []
+        self.logs: list[Path] = []
+
+    def start(self, n: int = 1, **env: str) -> list[subprocess.Popen]:
+        """Start n workers (in parallel) and wait until each says it is ready."""
+        started = []
+        for _ in range(n):
+            log_path = self.tmp_path / f"celery-worker-{len(self.procs)}.log"
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "pcapp", "worker", "-Q", ",".join(self.queues), "-c", "1",
+                 "-P", "solo", "-n", f"w{len(self.procs)}-{uuid.uuid4().hex[:6]}@%h", "--without-heartbeat",
+                 "--without-gossip", "--without-mingle", "-l", "INFO"],
+                cwd=ROOT, env={**self.env, **env}, stdout=log_path.open("wb"), stderr=subprocess.STDOUT,
+            )  # fmt: skip
+            self.procs.append(proc)
+            self.logs.append(log_path)
+            started.append((proc, log_path))
+        for proc, log_path in started:
+            ready = wait_for(lambda p=proc, lp=log_path: p.poll() is not None or "ready." in lp.read_text(), 120)
+            if not ready or proc.poll() is not None:
+                raise RuntimeError("celery worker did not start:\n" + log_path.read_text()[-4000:])
+        return [p for p, _ in started]
+
+    def owner(self, proc: subprocess.Popen) -> str:
+        """The lease owner name (host:pid) the worker writes into the rows it holds."""
+        import socket
+
+        return f"{socket.gethostname()}:{proc.pid}"
+
+    def kill(self, proc: subprocess.Popen) -> None:
+        """kill -9: no clean shutdown, no message handed back."""
+        proc.kill()
+        proc.wait(timeout=20)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.fixture
+def celery_workers(transactional_db, settings, _data_dir, tmp_path) -> Iterator[WorkerPool]:
+    """A factory of real worker processes: `pool.start(3)`, `pool.kill(proc)`; all stopped after the test.
+
+    Leases are short (PCAPP_JOB_LEASE_SECONDS=4, here and in the workers), so a dead worker's shards are taken over
+    within seconds. Settings the test changes before `start` (PCAPP_SHARD_ROWS) go to the workers too."""
+    from django.db import connection
+
+    from pcapp.celery import app
+
+    tag = f"test-{uuid.uuid4().hex[:8]}"
+    stage = {name: f"{tag}-{name}" for name in ("embed", "index", "search", "io")}
+    db = connection.settings_dict
+    auth = f"{db['USER']}:{db['PASSWORD']}" if db.get("PASSWORD") else db["USER"]
+    url = f"postgres://{auth}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
+    settings.PCAPP_JOB_LEASE_SECONDS = 4
+    settings.CELERY_TASK_DEFAULT_QUEUE = tag
+    app.conf.task_default_queue = tag
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "CELERY_TASK_DEFAULT_QUEUE": tag,
+        **{f"PCAPP_QUEUE_{name.upper()}": queue for name, queue in stage.items()},
+        "PCAPP_DATA_DIR": str(settings.PCAPP_DATA_DIR),
+        "PCAPP_JOB_LEASE_SECONDS": "4",
+        "OMP_NUM_THREADS": "1",
+    }
+    pool = WorkerPool(env, [tag, *stage.values()], tmp_path)
+    original = pool.start
+
+    def start(n: int = 1, **extra: str) -> list[subprocess.Popen]:
+        pool.env["PCAPP_SHARD_ROWS"] = str(settings.PCAPP_SHARD_ROWS)
+        pool.env["PCAPP_CANDIDATE_CHUNK_ROWS"] = str(settings.PCAPP_CANDIDATE_CHUNK_ROWS)
+        return original(n, **extra)
+
+    pool.start = start  # type: ignore[method-assign]
+    try:
+        yield pool
+    finally:
+        app.conf.task_default_queue = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "pcapp")
+        pool.stop()

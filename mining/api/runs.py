@@ -10,13 +10,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from pcapp.permissions import IsReviewer, IsStaff
+from pcapp.permissions import CanSeeRunResults, IsReviewer, IsStaff
 
 from ..models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
 from ..selectors import run_get, score_histogram
 from ..services.encoders import encoder_default
 from ..services.params import ParamsError, SentenceRunParams
-from ..services.runs import check_run_start, run_cancel, run_create, run_retry
+from ..services.runs import BrokerUnavailable, check_run_start, run_cancel, run_create, run_delete, run_retry
 from .serializers import HistogramOut, RunCreateIn, RunOut
 
 
@@ -80,19 +80,27 @@ class RunListCreateApi(APIView):
         stored = params.to_dict()
         if v["kind"] == RunKind.DOCUMENT:
             stored["method"] = v["method"]
-        run = run_create(
-            kind=v["kind"],
-            user=request.user,
-            name=v.get("name", ""),
-            src_corpus=src,
-            tgt_corpus=tgt,
-            src_lang=v["src_lang"],
-            tgt_lang=v["tgt_lang"],
-            encoder=encoder or encoder_default(),
-            parent=parent if v["kind"] == RunKind.ALIGN else None,
-            params=stored,
-        )
+        try:
+            run = run_create(
+                kind=v["kind"],
+                user=request.user,
+                name=v.get("name", ""),
+                src_corpus=src,
+                tgt_corpus=tgt,
+                src_lang=v["src_lang"],
+                tgt_lang=v["tgt_lang"],
+                encoder=encoder or encoder_default(),
+                parent=parent if v["kind"] == RunKind.ALIGN else None,
+                params=stored,
+            )
+        except BrokerUnavailable as exc:
+            return _broker_down(exc)
         return Response(RunOut(run_get(pk=run.pk)).data, status=status.HTTP_201_CREATED)
+
+
+def _broker_down(exc: BrokerUnavailable) -> Response:
+    """503: the job could not be handed to a worker (it was marked failed, and says so)."""
+    return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "30"})
 
 
 def _pick(qs, pk: int | None, field: str, errors: dict[str, str]):
@@ -106,13 +114,23 @@ def _pick(qs, pk: int | None, field: str, errors: dict[str, str]):
 
 
 class RunDetailApi(APIView):
-    """A run's parameters, status and live progress."""
+    """GET: a run's parameters, status and live progress (reviewers). DELETE: the run, its candidates and files
+    (staff; 409 while it runs)."""
 
-    permission_classes = [IsReviewer]
+    def get_permissions(self):
+        return [IsStaff()] if self.request.method == "DELETE" else [IsReviewer()]
 
     @extend_schema(responses=RunOut)
     def get(self, request: Request, pk: int) -> Response:
         return Response(RunOut(_run_or_404(pk)).data)
+
+    @extend_schema(request=None, responses={200: None, 409: None})
+    def delete(self, request: Request, pk: int) -> Response:
+        try:
+            counts = run_delete(run=_run_or_404(pk))
+        except ValueError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response({"deleted": counts})
 
 
 class RunCancelApi(APIView):
@@ -131,7 +149,8 @@ class RunCancelApi(APIView):
 
 
 class RunRetryApi(APIView):
-    """Re-run a failed or cancelled run; it resumes from its finished shards (409 otherwise)."""
+    """Re-run a failed, cancelled or stalled run; it resumes from its finished shards (409 otherwise; 503 when the
+    broker cannot be reached)."""
 
     permission_classes = [IsStaff]
 
@@ -140,6 +159,8 @@ class RunRetryApi(APIView):
         run = _run_or_404(pk)
         try:
             run = run_retry(run=run)
+        except BrokerUnavailable as exc:
+            return _broker_down(exc)
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(RunOut(run).data)
@@ -148,7 +169,7 @@ class RunRetryApi(APIView):
 class RunHistogramApi(APIView):
     """Score histogram and yield (pairs kept at each bin's lower edge) of a run, from one aggregate query."""
 
-    permission_classes = [IsReviewer]
+    permission_classes = [CanSeeRunResults]
 
     @extend_schema(responses=HistogramOut)
     def get(self, request: Request, pk: int) -> Response:

@@ -45,6 +45,7 @@ class RunOut(serializers.ModelSerializer):
             "stage",
             "done",
             "total",
+            "progress",
             "elapsed_s",
             "rate",
             "timings",

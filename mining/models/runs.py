@@ -52,13 +52,17 @@ class MiningRun(Job):
 
 
 class RunShard(models.Model):
-    """A finished piece of a run; a re-run skips the shards recorded here."""
+    """One piece of a run's work (a stage's shard): held by a worker under a lease while it runs, done once
+    `finished_at` is set. A re-run skips done shards; a shard whose lease expired is taken over."""
 
     run = models.ForeignKey(MiningRun, on_delete=models.CASCADE, related_name="shards")
     stage = models.CharField(max_length=64)
     shard_no = models.IntegerField()
     result = models.JSONField(default=dict, blank=True)
-    finished_at = models.DateTimeField(auto_now_add=True)
+    lease_owner = models.CharField(max_length=200, blank=True, help_text="The worker process holding it (host:pid).")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True, help_text="Set when the shard's output is complete.")
 
     class Meta:
         constraints = [

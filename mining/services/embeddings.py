@@ -3,6 +3,9 @@
 Layout: PCAPP_DATA_DIR/embeddings/corpus-<id>/<encoder>-v<version>/<lang>/shard-<n>.npz holding `ids` (int64) and
 `emb` (float16 to halve disk and RAM; rows L2-normalised before the cast). A shard is reused only when its ids
 match the corpus's current sentence ids for that shard, so an import into the corpus invalidates what it changed.
+
+Embeddings are always used as the float16 values the cache holds (widened to float32), also right after they were
+computed, so a run that reuses the cache and one that computed everything afresh search the same numbers.
 """
 
 from __future__ import annotations
@@ -88,13 +91,12 @@ def embed_side(
     for shard_no, start in enumerate(range(0, n, shard_size)):
         stop = min(n, start + shard_size)
         path = folder / f"shard-{shard_no:05d}.npz"
-        emb = _load_shard(path, ids[start:stop])
+        emb = load_shard(path, ids[start:stop])
         if emb is None:
-            emb = np.asarray(encode(texts[start:stop], lang), dtype=np.float32)
-            _save_shard(path, ids[start:stop], emb)
+            emb = save_shard(path, ids[start:stop], np.asarray(encode(texts[start:stop], lang), dtype=np.float32))
         else:
             logger.info("reusing %s", path)
-        parts.append(emb.astype(np.float32))
+        parts.append(emb)
         if progress:
             progress(stop, n)
     if not parts:
@@ -102,16 +104,29 @@ def embed_side(
     return np.concatenate(parts, axis=0)
 
 
-def _load_shard(path: Path, ids: np.ndarray) -> np.ndarray | None:
+def shard_path(folder: Path, shard_no: int) -> Path:
+    """The file of one embedding shard."""
+    return folder / f"shard-{shard_no:05d}.npz"
+
+
+def load_shard(path: Path, ids: np.ndarray) -> np.ndarray | None:
+    """The (n, d) float32 embeddings in `path` (float16 values), or None when it is missing or holds other ids."""
     if not path.exists():
         return None
-    with np.load(path) as data:
-        if data["ids"].shape != ids.shape or not np.array_equal(data["ids"], ids):
-            return None
-        return data["emb"].astype(np.float32)
+    try:
+        with np.load(path) as data:
+            if data["ids"].shape != ids.shape or not np.array_equal(data["ids"], ids):
+                return None
+            return data["emb"].astype(np.float32)
+    except (OSError, ValueError, KeyError, EOFError):  # a torn or foreign file: computed again
+        logger.warning("unreadable embedding shard %s; computing it again", path)
+        return None
 
 
-def _save_shard(path: Path, ids: np.ndarray, emb: np.ndarray) -> None:
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, ids=ids, emb=emb.astype(np.float16))
+def save_shard(path: Path, ids: np.ndarray, emb: np.ndarray) -> np.ndarray:
+    """Store float32 embeddings as float16 (temp file, then an atomic rename); returns them as stored (float32)."""
+    half = np.asarray(emb).astype(np.float16)
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+    np.savez(tmp, ids=ids, emb=half)
     os.replace(tmp, path)
+    return half.astype(np.float32)

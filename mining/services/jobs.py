@@ -17,11 +17,15 @@ import socket
 import traceback
 from datetime import timedelta
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
+
+from pcapp.celery import app as celery_app
 
 from ..models import Job, JobStatus
 
@@ -163,3 +167,37 @@ def jobs_reap_stalled(*, model: type[Job]) -> list[int]:
     if reaped:
         logger.warning("marked %d stalled %s failed: %s", len(reaped), model._meta.verbose_name_plural, reaped)
     return reaped
+
+
+# Errors kombu and redis-py raise when the broker cannot be reached (refused, unknown host, timeout).
+BROKER_ERRORS: tuple[type[BaseException], ...] = (KombuOperationalError, ConnectionError, OSError, TimeoutError)
+# A request that creates a job waits at most a few seconds for a broker that is down, then says so.
+BROKER_RETRY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0}
+
+
+class BrokerUnavailable(RuntimeError):
+    """The task broker could not be reached: the job was marked failed (retry it once the broker is back).
+    The API answers 503 with this message, the pages show it."""
+
+
+def broker_label() -> str:
+    """The broker's address without its password, for messages."""
+    url = urlsplit(str(celery_app.conf.broker_url or ""))
+    return f"{url.scheme}://{url.hostname or ''}{f':{url.port}' if url.port else ''}{url.path}"
+
+
+def send_task_or_fail(*, name: str, job: Job, args: list) -> None:
+    """Send a job's task now; when the broker cannot be reached, mark the (pending) job failed, saying why, and
+    raise BrokerUnavailable, so it is never left pending with no message to run it."""
+    try:
+        celery_app.send_task(name, args=args, retry=True, retry_policy=BROKER_RETRY)
+    except BROKER_ERRORS as exc:
+        error = (
+            f"the task broker ({broker_label()}) could not be reached, so no worker was asked to run this "
+            f"{job._meta.verbose_name}: {type(exc).__name__}: {exc}. Retry it once the broker is back."
+        )
+        type(job).objects.filter(pk=job.pk, status=JobStatus.PENDING).update(
+            status=JobStatus.FAILED, error=error, finished_at=timezone.now()
+        )
+        logger.error("%s %s: %s", job._meta.verbose_name, job.pk, error)
+        raise BrokerUnavailable(error) from exc

@@ -26,8 +26,15 @@ class ProgressReporter:
     """
 
     def __init__(
-        self, model: type[models.Model], pk: int, *, min_interval: float = 0.5, lease_seconds: float | None = None
+        self,
+        model: type[models.Model],
+        pk: int,
+        *,
+        min_interval: float = 0.5,
+        lease_seconds: float | None = None,
+        shard: tuple[type[models.Model], int] | None = None,
     ) -> None:
+        """`shard`: (RunShard, id) of a run's shard this process holds; its lease is renewed with the job's."""
         self._table = model._meta.db_table
         self._pk = pk
         self._min_interval = min_interval
@@ -41,6 +48,7 @@ class ProgressReporter:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+        self._shard = (shard[0]._meta.db_table, shard[1]) if shard else None
         if lease_seconds and any(f.name == "lease_expires_at" for f in model._meta.get_fields()):
             self._lease = float(lease_seconds)
             self._renew()
@@ -54,6 +62,12 @@ class ProgressReporter:
                 "WHERE id = %s AND status = 'running'",
                 [self._lease, self._pk],
             )
+            if self._shard:
+                self._conn.execute(
+                    f"UPDATE {self._shard[0]} SET lease_expires_at = now() + make_interval(secs => %s) "
+                    "WHERE id = %s AND finished_at IS NULL",
+                    [self._lease, self._shard[1]],
+                )
 
     def _beat(self) -> None:
         while not self._stop.wait(self._lease / 4):

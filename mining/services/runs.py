@@ -6,20 +6,25 @@ Each state change of a MiningRun goes through one function here; views, tasks an
 from __future__ import annotations
 
 import logging
+import shutil
+from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
 
-from pcapp.celery import app as celery_app
-
-from ..models import Artefact, Corpus, MiningRun, RunKind
+from ..models import Artefact, Corpus, JobStatus, MiningRun, RunKind, SentencePairCandidate
+from .jobs import BrokerUnavailable as BrokerUnavailable  # the API and pages catch it from here
 from .jobs import (
+    JobStateError,
     job_cancel,
     job_mark_failed,
     job_mark_finished,
     job_mark_started,
     job_record_timing,
     job_reset_for_retry,
+    send_task_or_fail,
 )
 
 logger = logging.getLogger(__name__)
@@ -88,20 +93,61 @@ def run_create(
 
 
 def send_run_task(run_id: int) -> None:
-    """Send the execute task of a run to the broker (now)."""
-    celery_app.send_task(EXECUTE_RUN_TASK, args=[run_id])
+    """Send the execute task of a run to the broker (now); BrokerUnavailable marks the run failed."""
+    send_task_or_fail(name=EXECUTE_RUN_TASK, job=MiningRun(pk=run_id), args=[run_id])
 
 
 def run_enqueue(*, run: MiningRun) -> None:
-    """Send the run to a worker after the current transaction commits."""
+    """Send the run to a worker after the current transaction commits (BrokerUnavailable from the commit when the
+    broker is down: the run is then failed, not pending)."""
     run_id = run.pk
     transaction.on_commit(lambda: send_run_task(run_id))
 
 
 @transaction.atomic
 def run_cancel(*, run: MiningRun) -> MiningRun:
-    """Ask a run to stop: a pending run is cancelled at once, a running one stops at its next progress report."""
-    return job_cancel(job=run)
+    """Stop a run: a pending run is cancelled at once; so is a running sentence run on the workers (its shard tasks
+    stop at their next check, and no further shard starts); a run executing in one process stops at its next
+    progress report."""
+    run = job_cancel(job=run)
+    if run.stats.get("distributed"):
+        MiningRun.objects.filter(pk=run.pk, status=JobStatus.RUNNING).update(
+            status=JobStatus.CANCELLED, error="cancelled by user", finished_at=timezone.now(), lease_expires_at=None
+        )
+        run.refresh_from_db()
+    return run
+
+
+def run_delete(*, run: MiningRun) -> dict[str, int]:
+    """Delete a run with its candidates and shard files, fast also for millions of candidates.
+
+    Candidates that reviews or campaigns refer to go through the ORM (which deletes what refers to them); the rest
+    go in one raw DELETE on the run's index, without loading them into Python. Returns the row counts.
+    """
+    run.refresh_from_db()
+    if not run.is_finished and not run.is_stalled and run.status != JobStatus.PENDING:
+        raise JobStateError(f"run {run.pk} is {run.status}: cancel it before deleting it")
+    table = SentencePairCandidate._meta.db_table
+    counts = {"candidates": 0}
+    with transaction.atomic():
+        MiningRun.objects.select_for_update().filter(pk=run.pk).first()
+        referenced = SentencePairCandidate.objects.none()
+        for rel in SentencePairCandidate._meta.related_objects:  # FKs of other apps onto candidates (reviews, items)
+            referenced = referenced | SentencePairCandidate.objects.filter(
+                run=run,
+                pk__in=rel.related_model.objects.filter(**{f"{rel.field.name}__run": run}).values(rel.field.name),
+            )
+        n_ref, _ = referenced.delete()
+        counts["candidates"] += n_ref
+        with (
+            connection.cursor() as cur
+        ):  # one statement on the run's index (batches inside one transaction only add work)
+            cur.execute(f"DELETE FROM {table} WHERE run_id = %s", [run.pk])
+            counts["candidates"] += cur.rowcount
+        _, by_model = MiningRun.objects.filter(pk=run.pk).delete()
+        counts.update({label.split(".")[-1].lower(): n for label, n in by_model.items()})
+    shutil.rmtree(Path(settings.PCAPP_DATA_DIR) / "runs" / f"run-{run.pk}", ignore_errors=True)
+    return counts
 
 
 @transaction.atomic

@@ -73,7 +73,8 @@ def test_sentence_run_finds_the_translations_and_stores_evidence():
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED, run.error
     assert result["candidates"] == len(PAIRS)
-    assert set(run.timings) >= {"embed-src", "embed-tgt", "knn", "score", "filter", "write"}
+    assert set(run.timings) >= {"plan", "embed", "search", "score", "filter", "write", "finish"}
+    assert run.progress == 1.0 and run.stats["shards"]["embed"] == 2
     cands = list(SentencePairCandidate.objects.filter(run=run).select_related("src", "tgt").order_by("rank"))
     assert [c.rank for c in cands] == list(range(1, len(PAIRS) + 1))
     assert all(cands[i].score >= cands[i + 1].score for i in range(len(cands) - 1))
@@ -87,6 +88,9 @@ def test_sentence_run_finds_the_translations_and_stores_evidence():
     default = run.stats["default_threshold"]
     assert default["threshold"] is None and default["k"] == 3 and default["margin"] == "ratio"
     assert "passed the pre-filters" in default["reason"]
+    from mining.core.hw import cpu_compute
+
+    assert run.stats["knn"] == {"method": "exact", "compute": cpu_compute().value, "device": "cpu"}
 
 
 @pytest.mark.django_db
@@ -120,3 +124,88 @@ def test_run_without_sentences_fails_with_a_clear_error():
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED
     assert "nothing to mine" in run.error
+
+
+def _pairs(run) -> list[tuple[int, int, float]]:
+    return list(SentencePairCandidate.objects.filter(run=run).order_by("rank").values_list("src_id", "tgt_id", "score"))
+
+
+@pytest.mark.django_db
+def test_a_run_that_failed_mid_search_resumes_its_done_shards_and_equals_an_uninterrupted_one(settings, monkeypatch):
+    from mining.models import RunShard
+    from mining.services import sharded_runs
+
+    settings.PCAPP_SHARD_ROWS = 5  # 3 shards a side
+    corpus = _corpus("mini-resume")
+    whole = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    execute_job(run=whole)
+
+    search = sharded_runs.STAGE_FN["search"]
+
+    def dies_on_shard_4(ctx, shard_no, shard_id):
+        if shard_no == 4:
+            raise RuntimeError("worker lost")
+        return search(ctx, shard_no, shard_id)
+
+    monkeypatch.setitem(sharded_runs.STAGE_FN, "search", dies_on_shard_4)
+    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    execute_job(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.FAILED and "worker lost" in run.error
+    done = dict(RunShard.objects.filter(run=run, finished_at__isnull=False).values_list("id", "finished_at"))
+    assert {s for (s,) in RunShard.objects.filter(pk__in=done).values_list("stage")} == {"plan", "embed", "search"}
+    assert 0 < run.progress < 1
+
+    monkeypatch.setitem(sharded_runs.STAGE_FN, "search", search)
+    run_retry(run=run)
+    execute_job(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED and run.progress == 1.0
+    assert dict(RunShard.objects.filter(pk__in=done).values_list("id", "finished_at")) == done  # not done again
+    assert _pairs(run) == _pairs(whole)
+
+
+@pytest.mark.django_db
+def test_ivf_run_over_index_shards_trains_one_quantizer(settings):
+    settings.PCAPP_SHARD_ROWS = 5
+    corpus = _corpus("mini-ivf")
+    run = run_create(
+        kind=RunKind.SENTENCE,
+        src_corpus=corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"knn": "ivf", "nprobe": 4},
+        enqueue=False,
+    )
+    execute_job(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED, run.error
+    assert {k: run.stats["shards"][k] for k in ("embed", "train", "index", "search")} == {
+        "embed": 6,
+        "train": 1,
+        "index": 6,
+        "search": 6,
+    }
+    assert run.stats["candidates"] == len(PAIRS)
+
+
+@pytest.mark.django_db
+def test_run_delete_frees_rows_and_files(staff_client):
+    from mining.models import MiningRun, RunShard
+    from mining.services.runs import run_delete
+    from mining.services.sharded_runs import run_dir
+
+    corpus = _corpus("mini-delete")
+    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    execute_job(run=run)
+    assert run_dir(run.pk).exists()
+    running = MiningRun.objects.create(kind=RunKind.SENTENCE, status=JobStatus.RUNNING)
+    answer = staff_client.delete(f"/api/runs/{running.pk}/")
+    assert answer.status_code == 409 and "cancel it before deleting it" in answer.json()["detail"]
+
+    counts = run_delete(run=run)
+    assert counts["candidates"] == len(PAIRS) and counts["miningrun"] == 1 and counts["runshard"] >= 9
+    assert not MiningRun.objects.filter(pk=run.pk).exists()
+    assert not SentencePairCandidate.objects.filter(run_id=run.pk).exists()
+    assert not RunShard.objects.filter(run_id=run.pk).exists()
+    assert not run_dir(run.pk).exists()
