@@ -10,9 +10,18 @@ from mining.services.calibrators import METHODS
 
 
 class TargetForm(forms.Form):
-    """The target precision of the threshold panel (?target=)."""
+    """The target precision of the threshold panel (?target=) and the runs whose kept pairs it counts (?runs=)."""
 
     target = forms.FloatField(min_value=0.5, max_value=0.999, required=False)
+    runs = forms.ModelMultipleChoiceField(
+        queryset=MiningRun.objects.filter(kind=RunKind.SENTENCE), required=False, widget=forms.CheckboxSelectMultiple
+    )
+
+    def selected_runs(self, default: list[MiningRun]) -> list[MiningRun]:
+        """The runs asked for (?runs=), or `default` when the query names none or is invalid."""
+        if "runs" in self.data and self.is_valid() and self.cleaned_data["runs"]:
+            return list(self.cleaned_data["runs"])
+        return default
 
     def value(self) -> float:
         """The target asked for, or 0.95 when absent or invalid (the panel then says so through the form errors)."""
@@ -33,6 +42,7 @@ class CalibrationApplyForm(forms.Form):
     target = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
     estimate = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
     run = forms.ModelChoiceField(queryset=MiningRun.objects.filter(kind=RunKind.SENTENCE), required=False)
+    confirm = forms.BooleanField(required=False, help_text="Asked for when the estimate or the model is weak.")
 
     def clean(self) -> dict:
         data = super().clean()
@@ -46,5 +56,8 @@ class FineTuneForm(forms.Form):
         queryset=Artefact.objects.filter(kind=ArtefactKind.ENCODER), error_messages={"required": "pick a DAN encoder"}
     )
     campaign = forms.ModelChoiceField(queryset=Campaign.objects.all(), required=False)
-    eval_corpus = forms.ModelChoiceField(queryset=Corpus.objects.all())
+    eval_corpus = forms.ModelChoiceField(
+        queryset=Corpus.objects.all(),
+        error_messages={"required": "pick a held-out evaluation corpus with gold sentence pairs"},
+    )
     seed = forms.IntegerField(min_value=0, initial=0, required=False)

@@ -9,14 +9,22 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.models import Campaign
-from mining.models import JobStatus, LanguagePairSetting, MiningRun, RunKind
+from mining.models import LanguagePairSetting, RunKind
 from mining.services.calibrators import threshold_apply
 from mining.services.runs import run_create
 from pcapp.permissions import staff_required
 
 from .charts import reliability_svg
 from .forms import CalibrationApplyForm, CalibrationTrainForm, FineTuneForm, TargetForm
-from .selectors import fine_tune_options, latest_calibration_any, pair_exists, threshold_choice
+from .selectors import (
+    fine_tune_options,
+    latest_calibration_any,
+    model_cautions,
+    pair_exists,
+    pair_overview,
+    pair_runs,
+    threshold_choice,
+)
 from .services.fine_tuning import check_fine_tune
 
 
@@ -33,33 +41,57 @@ def _form_errors(request: HttpRequest, form) -> None:
 
 @require_GET
 @staff_required
+def feedback_index(request: HttpRequest) -> HttpResponse:
+    """The feedback loop's entry: each language pair with its runs, labels, calibration model and stored threshold,
+    linking the pair's calibration page."""
+    return render(request, "feedback/index.html", {"pairs": pair_overview()})
+
+
+@require_GET
+@staff_required
 def calibration_page(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
-    """The page, or (htmx) just the threshold panel for the target precision in ?target=."""
+    """The page, or (htmx) just the threshold panel for the target precision in ?target= over the runs in ?runs=
+    (default: the pair's newest run). ?campaign= preselects the campaign whose labels train a new model."""
     _check_pair(src, tgt)
     target_form = TargetForm(request.GET)
-    threshold = {**threshold_choice(src, tgt, target_form.value()), "target_form": target_form}
+    runs = pair_runs(src, tgt)
+    selected = target_form.selected_runs(default=runs[:1])
+    threshold = {
+        **threshold_choice(src, tgt, target_form.value(), selected),
+        "target_form": target_form,
+        "pair_runs": runs,
+        "selected_ids": {r.pk for r in selected},
+    }
     if request.htmx:
         return render(request, "feedback/calibration.html#threshold-panel", {"src": src, "tgt": tgt, **threshold})
     artefact = latest_calibration_any(src, tgt)
     report = artefact.metrics.get("cross_validated", {}) if artefact else {}
     chart = (
         reliability_svg(
-            {name: (r["reliability"]["confidence"], r["reliability"]["frequency"]) for name, r in report.items()}
+            {
+                name: (
+                    r["reliability"]["confidence"],
+                    r["reliability"]["frequency"],
+                    r["reliability"].get("count") or [0] * len(r["reliability"]["confidence"]),
+                )
+                for name, r in report.items()
+            }
         )
         if report
         else None
     )
+    campaign = request.GET.get("campaign", "")
     context = {
         "src": src,
         "tgt": tgt,
         "artefact": artefact,
         "report": report,
         "chart": chart,
+        "model_cautions": model_cautions(artefact),
         "setting": LanguagePairSetting.objects.filter(src_lang=src, tgt_lang=tgt).first(),
         "campaigns": Campaign.objects.filter(runs__src_lang=src, runs__tgt_lang=tgt).distinct(),
-        "runs": MiningRun.objects.filter(
-            kind=RunKind.SENTENCE, src_lang=src, tgt_lang=tgt, status=JobStatus.SUCCEEDED
-        ).order_by("-created_at")[:20],
+        "chosen_campaign": int(campaign) if campaign.isdigit() else None,
+        "runs": runs[:20],
         **fine_tune_options(src, tgt),
         **threshold,
     }
@@ -99,6 +131,15 @@ def calibration_apply_view(request: HttpRequest, src: str, tgt: str) -> HttpResp
         return redirect("calibration", src=src, tgt=tgt)
     d = form.cleaned_data
     artefact = latest_calibration_any(src, tgt)
+    if not d["confirm"]:
+        weak = d["threshold"] is not None and d["target"] and threshold_choice(src, tgt, d["target"])["weak"]
+        if weak or (d["run"] is not None and model_cautions(artefact)):
+            messages.error(
+                request,
+                "The estimate behind this step is weak (see the cautions on this page): tick the confirmation box "
+                "to apply it anyway.",
+            )
+            return redirect("calibration", src=src, tgt=tgt)
     if d["threshold"] is not None:
         threshold_apply(
             src_lang=src,

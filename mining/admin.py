@@ -22,8 +22,9 @@ from .models import (
     Sentence,
     SentencePairCandidate,
 )
+from .selectors import job_bar
 from .services.encoders import combine_encoders
-from .services.runs import run_cancel, run_create, run_retry
+from .services.runs import run_cancel, run_create, run_delete, run_retry
 
 
 @admin.register(Corpus)
@@ -105,13 +106,13 @@ class ArtefactAdmin(admin.ModelAdmin):
 class RunShardInline(admin.TabularInline):
     model = RunShard
     extra = 0
-    readonly_fields = ["stage", "shard_no", "result", "finished_at"]
+    readonly_fields = ["stage", "shard_no", "result", "lease_owner", "lease_expires_at", "started_at", "finished_at"]
     can_delete = False
 
 
 @admin.register(RunShard)
 class RunShardAdmin(admin.ModelAdmin):
-    list_display = ["run", "stage", "shard_no", "finished_at"]
+    list_display = ["run", "stage", "shard_no", "lease_owner", "started_at", "finished_at"]
     list_select_related = ["run"]
     raw_id_fields = ["run"]
 
@@ -120,11 +121,11 @@ class RunShardAdmin(admin.ModelAdmin):
 class MiningRunAdmin(admin.ModelAdmin):
     """Runs change state only through the run services: start (custom page), cancel and re-run (actions)."""
 
-    list_display = ["__str__", "kind", "status", "stage", "done", "total", "src_lang", "tgt_lang", "created_at"]
+    list_display = ["__str__", "kind", "status", "stage", "progress_percent", "src_lang", "tgt_lang", "created_at"]
     list_filter = ["status", "kind"]
     list_select_related = ["src_corpus", "tgt_corpus"]
     inlines = [RunShardInline]
-    actions = ["cancel_runs", "retry_runs"]
+    actions = ["cancel_runs", "retry_runs", "delete_runs_fast"]
     fields = [
         "name",
         "kind",
@@ -150,6 +151,11 @@ class MiningRunAdmin(admin.ModelAdmin):
         "finished_at",
     ]
     readonly_fields = [f for f in fields if f != "name"]
+
+    @admin.display(description="progress", ordering="progress")
+    def progress_percent(self, run: MiningRun) -> str:
+        bar = job_bar(run)
+        return bar.label if bar.percent is None or not bar.overall else f"{bar.percent:.0f} %"
 
     def get_urls(self):
         start = path("start/", self.admin_site.admin_view(self.start_view), name="mining_miningrun_start")
@@ -189,14 +195,39 @@ class MiningRunAdmin(admin.ModelAdmin):
     def retry_runs(self, request: HttpRequest, queryset) -> None:
         done = 0
         for run in queryset:
-            if run.status in ("failed", "cancelled"):
+            if run.can_retry:
                 run_retry(run=run)
                 done += 1
         self.message_user(request, f"{done} run(s) queued again.")
 
+    @admin.action(description="Delete the selected finished runs with their candidates and files (fast)")
+    def delete_runs_fast(self, request: HttpRequest, queryset) -> None:
+        deleted, refused = 0, []
+        for run in queryset:
+            try:
+                run_delete(run=run)
+                deleted += 1
+            except ValueError as exc:
+                refused.append(str(exc))
+        self.message_user(request, f"Deleted {deleted} run(s).")
+        for message in refused:
+            self.message_user(request, message, messages.WARNING)
+
+
+def _rounded(name: str, digits: int = 4):
+    """A changelist column showing a float field rounded (the admin printed 1.0000000000000002)."""
+
+    @admin.display(description=name, ordering=name)
+    def column(obj) -> str:
+        value = getattr(obj, name)
+        return "–" if value is None else f"{value:.{digits}f}"
+
+    column.__name__ = f"{name}_rounded"
+    return column
+
 
 class CandidateAdmin(admin.ModelAdmin):
-    list_display = ["id", "run", "rank", "score", "cosine", "confidence", "filter_reason"]
+    list_display = ["id", "run", "rank", _rounded("score"), _rounded("cosine"), _rounded("confidence"), "filter_reason"]
     list_select_related = ["run"]
     raw_id_fields = ["run", "src", "tgt"]
     show_full_result_count = False

@@ -18,7 +18,25 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
-def axes(x_lo: float, x_hi: float, y_hi: float, x_label: str, y_label: str) -> list[str]:
+def count_axis_max(n: int) -> int:
+    """The top of a count axis for largest value `n`: four equal whole-number steps of a round size (1, 2, 5 x 10^k),
+    so that no tick shows a fraction of a pair."""
+    n = max(int(n), 1)
+    magnitude = 1
+    while True:
+        for step in (1, 2, 5):
+            if 4 * step * magnitude >= n:
+                return 4 * step * magnitude
+        magnitude *= 10
+
+
+def _tick(value: float, integer: bool) -> str:
+    return str(round(value)) if integer else _fmt(value)
+
+
+def axes(x_lo: float, x_hi: float, y_hi: float, x_label: str, y_label: str, *, integer_y: bool = False) -> list[str]:
+    """The two axes with five ticks each and their labels; `integer_y` prints whole-number y ticks (give a y_hi
+    from count_axis_max so that they are exact)."""
     plot_w, plot_h = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
     parts = [
         f'<line x1="{PAD_L}" y1="{PAD_T + plot_h}" x2="{PAD_L + plot_w}" y2="{PAD_T + plot_h}" stroke="#444"/>',
@@ -33,7 +51,8 @@ def axes(x_lo: float, x_hi: float, y_hi: float, x_label: str, y_label: str) -> l
         )
         y = PAD_T + plot_h - fx * plot_h
         parts.append(
-            f'<text x="{PAD_L - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{escape(_fmt(fx * y_hi))}</text>'
+            f'<text x="{PAD_L - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">'
+            f"{escape(_tick(fx * y_hi, integer_y))}</text>"
         )
     parts.append(
         f'<text x="{PAD_L + plot_w / 2:.1f}" y="{HEIGHT - 4}" font-size="11" text-anchor="middle">'
@@ -75,17 +94,17 @@ def histogram_svg(
     title: str = "Score histogram",
 ) -> SafeString:
     """Bars per bin (len(edges) == len(counts) + 1); `kept_counts` drawn darker over the totals."""
-    if len(edges) != len(counts) + 1:
-        raise ValueError("histogram needs len(edges) == len(counts) + 1")
     if not counts:
         return svg_document(
             [f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle">No candidates</text>'], title
         )
+    if len(edges) != len(counts) + 1:
+        raise ValueError(f"histogram needs len(edges) == len(counts) + 1 (got {len(edges)} edges, {len(counts)} bins)")
     x_lo, x_hi = float(edges[0]), float(edges[-1])
-    y_hi = max(max(counts), 1)
+    y_hi = count_axis_max(max(counts))
     plot_w, plot_h = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
     bar_w = plot_w / len(counts)
-    parts = axes(x_lo, x_hi, y_hi, "score", "pairs")
+    parts = axes(x_lo, x_hi, y_hi, "score", "pairs", integer_y=True)
     for i, n in enumerate(counts):
         x = PAD_L + i * bar_w
         for value, fill, cls in (
@@ -115,14 +134,14 @@ def yield_svg(
     xs = [float(p[0]) for p in points]
     ys = [int(p[1]) for p in points]
     x_lo, x_hi = xs[0], xs[-1] if xs[-1] > xs[0] else xs[0] + 1.0
-    y_hi = max(max(ys), 1)
+    y_hi = count_axis_max(max(ys))
     plot_w, plot_h = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
     coords = [
         (PAD_L + (x - x_lo) / (x_hi - x_lo) * plot_w, PAD_T + plot_h - y / y_hi * plot_h)
         for x, y in zip(xs, ys, strict=True)
     ]
     path = " ".join(f"{'M' if i == 0 else 'L'}{cx:.1f},{cy:.1f}" for i, (cx, cy) in enumerate(coords))
-    parts = axes(x_lo, x_hi, y_hi, "threshold (score ≥)", "pairs kept")
+    parts = axes(x_lo, x_hi, y_hi, "threshold (score ≥)", "pairs kept", integer_y=True)
     parts.append(f'<path class="yield" d="{path}" fill="none" stroke="#137a3a" stroke-width="2"/>')
     for (cx, cy), x, y in zip(coords, xs, ys, strict=True):
         parts.append(

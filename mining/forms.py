@@ -7,9 +7,11 @@ from typing import Any
 from django import forms
 
 from .core.docmethod import DocMethod
+from .core.filters import FilterReason
 from .models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
 from .services.params import ParamsError, RunParams, SentenceRunParams
 from .services.runs import check_run_start
+from .words import readable
 
 START_KINDS = [(k.value, k.label) for k in (RunKind.SENTENCE, RunKind.DOCUMENT, RunKind.ALIGN)]
 DOC_METHOD_CHOICES = [
@@ -118,13 +120,23 @@ class RunStartForm(SentenceParamsForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         everything = _all_languages()
+        if not self.is_bound and not self.initial.get("src_corpus"):
+            # Offer the newest corpus (most likely the one just imported), so that its languages, two different
+            # ones, are the defaults rather than the first language of all corpora on both sides.
+            newest = Corpus.objects.order_by("-created_at").first()
+            if newest is not None:
+                self.initial["src_corpus"] = newest.pk
         src = self._chosen_corpus("src_corpus")
         tgt = self._chosen_corpus("tgt_corpus") or src
         self.fields["src_lang"].choices = [(x, x) for x in (src.languages if src else everything)]
         self.fields["tgt_lang"].choices = [(x, x) for x in (tgt.languages if tgt else everything)]
         if src and tgt and not self.is_bound and "tgt_lang" not in self.initial:
-            # Default to two different languages so the first submit of a one-corpus run is valid.
-            src_lang = self.initial.get("src_lang") or next(iter(src.languages or []), None)
+            # Default to two different languages so the first submit of a one-corpus run is valid (English first
+            # when the corpus has it: most corpora pair English with others).
+            langs = list(src.languages or [])
+            src_lang = self.initial.get("src_lang") or ("en" if "en" in langs else next(iter(langs), None))
+            if src_lang:
+                self.initial["src_lang"] = src_lang
             others = [x for x in tgt.languages or [] if x != src_lang]
             if others:
                 self.initial["tgt_lang"] = others[0]
@@ -190,14 +202,23 @@ class RunStartForm(SentenceParamsForm):
 class CandidateFilterForm(forms.Form):
     """Filters of a run's candidate list (all optional, from the query string)."""
 
-    min_score = forms.FloatField(required=False)
-    max_score = forms.FloatField(required=False)
-    filter_reason = forms.CharField(
-        required=False, max_length=32, help_text="'none' for pairs no pre-filter rejected, or a rule name."
-    )
+    min_score = forms.FloatField(required=False, label="Score at least")
+    max_score = forms.FloatField(required=False, label="Score at most")
+    filter_reason = forms.ChoiceField(required=False, label="Pre-filter")
     label = forms.ChoiceField(choices=LABEL_STATES, required=False)
     q = forms.CharField(required=False, max_length=200, label="Text contains")
     after = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, reasons: list[tuple[str, int]] | None = None, **kwargs: Any) -> None:
+        """`reasons`: (rule, count) of the run's rejections; every known rule is offered, with its count."""
+        super().__init__(*args, **kwargs)
+        counts = dict(reasons or [])
+        names = [r.value for r in FilterReason] + sorted(set(counts) - {r.value for r in FilterReason})
+        self.fields["filter_reason"].choices = [
+            ("", "Any"),
+            ("none", "Not rejected (kept)"),
+            *((name, f"Rejected: {readable(name)} ({counts.get(name, 0)})") for name in names),
+        ]
 
 
 class ExportForm(forms.Form):

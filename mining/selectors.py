@@ -28,6 +28,7 @@ from .models import (
     SentencePairCandidate,
     Verdict,
 )
+from .words import readable
 
 GOOD, BAD = Verdict.GOOD.value, Verdict.BAD.value
 
@@ -79,6 +80,36 @@ def corpus_detail(*, corpus: Corpus, gold_sample: int = 10) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class JobBar:
+    """What a progress bar of a job (run or import) shows: the percent done and what it is a percent of.
+
+    `overall` is True when the percent is the share of the whole job (its `progress` field, or 100 once it
+    succeeded), False when only the current stage's done/total is known (then `label` names the stage)."""
+
+    percent: float | None
+    overall: bool
+    label: str
+
+
+def job_bar(job: Any) -> JobBar:
+    """The progress bar of a run or import: 100 % once it succeeded; else its share over all stages when the worker
+    reports one; else the current stage's done/total, labelled with the stage; else nothing to draw."""
+    stage = readable(job.stage) if job.stage and job.stage != "done" else ""
+    if job.status == JobStatus.SUCCEEDED:
+        return JobBar(100.0, True, "done")
+    if job.status == JobStatus.PENDING:
+        return JobBar(None, True, "queued")
+    if job.progress and job.progress > 0:
+        pct = min(100.0, 100.0 * float(job.progress))
+        where = f" · {stage}" if stage else ""
+        return JobBar(pct, True, f"{pct:.0f} % of the whole job{where}")
+    if job.total > 0:
+        pct = min(100.0, 100.0 * job.done / job.total)
+        return JobBar(pct, False, f"{stage or 'stage'}: {job.done:,} / {job.total:,} ({pct:.0f} % of this stage)")
+    return JobBar(None, False, stage or job.get_status_display().lower())
+
+
+@dataclass(frozen=True)
 class RunProgress:
     """What the run page shows while a run works: stage, done/total, elapsed seconds, items per second."""
 
@@ -90,6 +121,7 @@ class RunProgress:
     rate: float | None
     percent: float | None
     finished: bool
+    bar: JobBar | None = None
 
 
 def run_progress(*, run: MiningRun, now: datetime | None = None) -> RunProgress:
@@ -103,7 +135,8 @@ def run_progress(*, run: MiningRun, now: datetime | None = None) -> RunProgress:
         spent_before = sum(float(v) for k, v in (run.timings or {}).items() if k != run.stage)
         stage_time = elapsed - spent_before
         rate = run.done / stage_time if stage_time > 0 else None
-    percent = 100.0 * run.done / run.total if run.total > 0 else None
+    bar = job_bar(run)
+    percent = bar.percent
     return RunProgress(
         status=run.status,
         stage=run.stage,
@@ -111,8 +144,9 @@ def run_progress(*, run: MiningRun, now: datetime | None = None) -> RunProgress:
         total=run.total,
         elapsed_s=elapsed,
         rate=rate,
-        percent=min(percent, 100.0) if percent is not None else None,
+        percent=percent,
         finished=run.is_finished,
+        bar=bar,
     )
 
 
@@ -121,9 +155,14 @@ def run_get(*, pk: int) -> MiningRun:
     return MiningRun.objects.select_related("src_corpus", "tgt_corpus", "encoder", "parent").get(pk=pk)
 
 
-def run_list(*, limit: int = 50) -> QuerySet[MiningRun]:
-    """Recent runs with corpora and encoder joined."""
-    return MiningRun.objects.select_related("src_corpus", "tgt_corpus", "encoder").order_by("-created_at")[:limit]
+def run_list(*, limit: int = 50, kinds: tuple[str, ...] | None = None, status: str | None = None) -> list[MiningRun]:
+    """Recent runs (of the given kinds and status, if given) with corpora and encoder joined."""
+    qs = MiningRun.objects.select_related("src_corpus", "tgt_corpus", "encoder").order_by("-created_at")
+    if kinds is not None:
+        qs = qs.filter(kind__in=kinds)
+    if status is not None:
+        qs = qs.filter(status=status)
+    return list(qs[:limit])
 
 
 @dataclass(frozen=True)
@@ -139,10 +178,11 @@ def run_threshold_info(run: MiningRun) -> RunThreshold:
     """The run's own threshold if it was started with one; else the threshold stored for its language pair from
     calibration; else the label-free default estimated from the run's scores (with its method, estimated precision
     and assumption); else none (every candidate is kept)."""
+    # The pair's setting is read whatever the run's parameters, so that every results page makes the same queries.
+    setting = LanguagePairSetting.objects.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).first()
     value = (run.params or {}).get("threshold")
     if value is not None:
         return RunThreshold(float(value), "run")
-    setting = LanguagePairSetting.objects.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).first()
     if run.kind == RunKind.SENTENCE and setting is not None and setting.threshold is not None:
         return RunThreshold(float(setting.threshold), "calibrated", {"target_precision": setting.target_precision})
     default = (run.stats or {}).get("default_threshold") or {}

@@ -1,8 +1,9 @@
 """Page URLs of the mining app; each views module owns its own `urlpatterns`."""
 
-from .views import export, imports, results, runs
+from .views import corpora, export, imports, results, runs
 
 urlpatterns = [
+    *corpora.urlpatterns,
     *imports.urlpatterns,
     *runs.urlpatterns,
     *results.urlpatterns,

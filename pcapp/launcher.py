@@ -4,8 +4,13 @@ account, the demo corpus with a mining run, a Celery worker and the web server. 
     python -m pcapp.launcher app            # what `./run app` does
     python -m pcapp.launcher exec -- CMD    # run CMD with the database and broker ready (used by `./run tests`)
 
-With DATABASE_URL / CELERY_BROKER_URL set, those servers are used instead of the embedded ones. `exec` also
-prefers servers already listening on 127.0.0.1:5432 / :6379 (what developers' machines and CI have).
+Which database and broker (the same rule for `app`, `manage`, `bench` and `exec`):
+1. DATABASE_URL / CELERY_BROKER_URL when set (the database is created when missing);
+2. else the embedded Postgres / Redis under PCAPP_DATA_DIR when `./run app` has created them there;
+3. else, for `exec --prefer-local` only (what `./run tests` uses), servers already listening on 127.0.0.1:5432 /
+   :6379 (what developers' machines and CI have);
+4. else the embedded ones, created now.
+So `./run manage ...` always sees the data that `./run app` shows.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -20,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 from urllib.parse import quote
+
+from pcapp.queues import all_queues
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("pcapp.launcher")
@@ -30,6 +38,26 @@ def _data_dir() -> Path:
     path.mkdir(parents=True, exist_ok=True)
     os.environ["PCAPP_DATA_DIR"] = str(path)
     return path
+
+
+def ensure_secret_key(data_dir: Path) -> str:
+    """The install's own SECRET_KEY: PCAPP_DATA_DIR/secret-key.txt, written with a random key, readable by its owner
+    only, the first time (as ensure_admin does for the admin password). The settings read it when SECRET_KEY is not
+    set in the environment or .env."""
+    path = data_dir / "secret-key.txt"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        key = path.read_text(encoding="utf-8").strip()
+        if key:
+            return key
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    key = secrets.token_urlsafe(48)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(key + "\n")
+    path.chmod(0o600)
+    log.info("wrote a new secret key to %s", path)
+    return key
 
 
 def _listening(host: str, port: int) -> bool:
@@ -78,17 +106,31 @@ class Services:
             self.postgres = None
 
 
+def has_embedded_postgres(data_dir: Path) -> bool:
+    """True when `./run app` (or an earlier command) has created the embedded Postgres under the data folder."""
+    return (data_dir / "postgres" / "PG_VERSION").is_file()
+
+
+def has_embedded_redis(data_dir: Path) -> bool:
+    """True when the embedded Redis has been started under the data folder before."""
+    return (data_dir / "redis").is_dir()
+
+
 def prepare_environment(services: Services, *, prefer_local: bool) -> None:
-    """Set DATABASE_URL and CELERY_BROKER_URL, starting embedded servers for the ones not configured."""
+    """Set DATABASE_URL and CELERY_BROKER_URL by the rule in this module's docstring, starting embedded servers for
+    the ones not configured and creating the configured database when missing; make sure the install has its secret
+    key file."""
     data_dir = _data_dir()
-    if not os.environ.get("DATABASE_URL"):
-        if prefer_local and _listening("127.0.0.1", 5432):
-            os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/pcapp"
-            _ensure_database(os.environ["DATABASE_URL"])
-        else:
-            os.environ["DATABASE_URL"] = services.start_postgres(data_dir)
+    ensure_secret_key(data_dir)
+    if os.environ.get("DATABASE_URL"):
+        _ensure_database(os.environ["DATABASE_URL"])
+    elif prefer_local and not has_embedded_postgres(data_dir) and _listening("127.0.0.1", 5432):
+        os.environ["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/pcapp"
+        _ensure_database(os.environ["DATABASE_URL"])
+    else:
+        os.environ["DATABASE_URL"] = services.start_postgres(data_dir)
     if not os.environ.get("CELERY_BROKER_URL"):
-        if prefer_local and _listening("127.0.0.1", 6379):
+        if prefer_local and not has_embedded_redis(data_dir) and _listening("127.0.0.1", 6379):
             os.environ["CELERY_BROKER_URL"] = "redis://127.0.0.1:6379/0"
         else:
             os.environ["CELERY_BROKER_URL"] = services.start_redis(data_dir)
@@ -97,17 +139,27 @@ def prepare_environment(services: Services, *, prefer_local: bool) -> None:
 
 
 def _ensure_database(url: str) -> None:
-    """Create the database named in `url` on a server that is already running (no-op if it exists)."""
+    """Create the database named in `url` on a server that is already running (no-op if it exists).
+
+    When the server cannot be reached or the database cannot be created it says why and goes on: the command that
+    needs the database then fails with Django's own error."""
     import environ
     import psycopg
+    from psycopg import sql
 
     cfg = environ.Env.db_url_config(url)
-    params = {"host": cfg["HOST"], "port": cfg["PORT"] or 5432, "user": cfg["USER"], "dbname": "postgres"}
+    if "postgres" not in cfg.get("ENGINE", ""):
+        return
+    params = {"host": cfg["HOST"] or None, "port": cfg["PORT"] or 5432, "user": cfg["USER"], "dbname": "postgres"}
     if cfg.get("PASSWORD"):
         params["password"] = cfg["PASSWORD"]
-    with psycopg.connect(**params, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [cfg["NAME"]]).fetchone():
-            conn.execute(f'CREATE DATABASE "{cfg["NAME"]}"')
+    try:
+        with psycopg.connect(**params, autocommit=True, connect_timeout=10) as conn:
+            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [cfg["NAME"]]).fetchone():
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(cfg["NAME"])))
+                log.info("created the database %s", cfg["NAME"])
+    except psycopg.Error as exc:
+        log.error("DATABASE_URL: could not make sure the database '%s' exists: %s", cfg["NAME"], exc)
 
 
 def _manage(*args: str) -> None:
@@ -132,6 +184,7 @@ def run_app(host: str, port: int, demo: bool) -> int:
         (Path(os.environ["PCAPP_DATA_DIR"]) / "staticfiles").mkdir(exist_ok=True)
         _manage("migrate", "--noinput", "-v", "0")
         _manage("ensure_admin")
+        _manage("cleanup_uploads")
         worker_env = {**os.environ}
         children.append(
             subprocess.Popen(
@@ -147,19 +200,26 @@ def run_app(host: str, port: int, demo: bool) -> int:
                     "-l",
                     "INFO",
                     "-Q",
-                    os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "pcapp"),
+                    ",".join(all_queues()),  # the default queue and every stage queue (pcapp/queues.py)
                 ],
                 cwd=ROOT,
                 env=worker_env,
                 start_new_session=True,
             )
         )
-        if demo:
-            _manage("load_demo")
-            _manage("start_demo_run")
         children.append(
             subprocess.Popen(
-                [sys.executable, "-m", "waitress", f"--listen={host}:{port}", "--threads=8", "pcapp.wsgi:application"],
+                [
+                    sys.executable,
+                    "-m",
+                    "waitress",
+                    f"--listen={host}:{port}",
+                    "--threads=8",
+                    # waitress buffers a request body before the app sees it; allow the upload limit (its default of
+                    # 1 GiB was below it) and refuse longer bodies from their Content-Length, unread.
+                    f"--max-request-body-size={_max_body_bytes()}",
+                    "pcapp.wsgi:application",
+                ],
                 cwd=ROOT,
                 env=os.environ.copy(),
                 start_new_session=True,
@@ -169,6 +229,10 @@ def run_app(host: str, port: int, demo: bool) -> int:
             f"\npcapp is up: http://{host}:{port}/  (admin: http://{host}:{port}/admin/)  Ctrl-C stops it.\n",
             flush=True,
         )
+        if demo:
+            # After the web server is up, so that the demo run can be watched on the dashboard while it works.
+            _manage("load_demo")
+            _manage("start_demo_run")
         while not stopping:
             for child in children:
                 if child.poll() is not None:
@@ -184,6 +248,11 @@ def run_app(host: str, port: int, demo: bool) -> int:
     return 0
 
 
+def _max_body_bytes() -> int:
+    """The largest request body the web server accepts: the upload limit plus room for the form around the files."""
+    return int(os.environ.get("PCAPP_MAX_UPLOAD_BYTES", 2 * 1024**3)) + 16 * 1024 * 1024
+
+
 def _stop_children(children: list[subprocess.Popen]) -> None:
     for child in children:
         if child.poll() is None:
@@ -196,11 +265,11 @@ def _stop_children(children: list[subprocess.Popen]) -> None:
             child.kill()
 
 
-def run_exec(command: list[str]) -> int:
+def run_exec(command: list[str], *, prefer_local: bool = False) -> int:
     """Run `command` with DATABASE_URL and CELERY_BROKER_URL ready; returns its exit code."""
     services = Services()
     try:
-        prepare_environment(services, prefer_local=True)
+        prepare_environment(services, prefer_local=prefer_local)
         return subprocess.call(command, cwd=ROOT)
     finally:
         services.stop()
@@ -208,6 +277,8 @@ def run_exec(command: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    # pgserver logs every command it runs with its whole output (initdb's page of text) at INFO.
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(
         prog="python -m pcapp.launcher", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -217,6 +288,11 @@ def main(argv: list[str] | None = None) -> int:
     app.add_argument("--port", type=int, default=int(os.environ.get("PCAPP_PORT", "8000")))
     app.add_argument("--no-demo", action="store_true", help="skip the demo corpus and demo run")
     ex = sub.add_parser("exec", help="run a command with the database and broker ready")
+    ex.add_argument(
+        "--prefer-local",
+        action="store_true",
+        help="use servers listening on 127.0.0.1:5432 / :6379 unless the data folder has embedded ones (tests)",
+    )
     ex.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.mode == "app":
@@ -224,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("exec needs a command")
-    return run_exec(command)
+    return run_exec(command, prefer_local=args.prefer_local)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
 """pcapp settings: one module, every deploy-varying value from the environment (see .env.example)."""
 
+import os
 from pathlib import Path
 from urllib.parse import unquote
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from pcapp.queues import STAGE_QUEUES, stage_queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
-SECRET_KEY = env("SECRET_KEY", default="dev-only-insecure-key-change-me")
 DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -19,6 +22,28 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PCAPP_DATA_DIR = Path(env("PCAPP_DATA_DIR", default=str(BASE_DIR / "var"))).resolve()
 # Largest corpus file accepted by the importers and the upload page.
 PCAPP_MAX_UPLOAD_BYTES = env.int("PCAPP_MAX_UPLOAD_BYTES", default=2 * 1024**3)
+# Longest sentence an import stores (characters): a document's longer ones are cut at sentence or clause boundaries,
+# an aligned pair with a longer side is refused, naming the file and line.
+PCAPP_MAX_SENTENCE_CHARS = env.int("PCAPP_MAX_SENTENCE_CHARS", default=2000)
+# Uploads are removed when their import ends; `manage.py cleanup_uploads` (run by `./run app` at start) removes
+# leftovers older than this that no pending or running import needs.
+PCAPP_UPLOAD_RETENTION_HOURS = env.float("PCAPP_UPLOAD_RETENTION_HOURS", default=24.0)
+
+# Signs sessions, CSRF and password-reset tokens. From the environment (or .env), else the per-install key that
+# `./run app` writes into PCAPP_DATA_DIR/secret-key.txt the first time. The built-in development key (and the
+# example's `change-me`) is refused with DEBUG off, except under the test runner (pytest sets PYTEST_VERSION).
+DEV_SECRET_KEY = "dev-only-insecure-key-change-me"
+SECRET_KEY_FILE = PCAPP_DATA_DIR / "secret-key.txt"
+SECRET_KEY = env("SECRET_KEY", default="") or (
+    SECRET_KEY_FILE.read_text(encoding="utf-8").strip() if SECRET_KEY_FILE.is_file() else ""
+)
+if SECRET_KEY in ("", DEV_SECRET_KEY, "change-me"):
+    if not (DEBUG or os.environ.get("PYTEST_VERSION")):
+        raise ImproperlyConfigured(
+            "No SECRET_KEY (or a public example key) and DEBUG is off: set SECRET_KEY in the environment or .env, "
+            f"or start with `./run app`, which writes a random key into {SECRET_KEY_FILE} the first time."
+        )
+    SECRET_KEY = SECRET_KEY or DEV_SECRET_KEY
 # Compute threads per worker process (torch, faiss, BLAS); keep threads x concurrency <= free cores.
 PCAPP_COMPUTE_THREADS = env.int("PCAPP_COMPUTE_THREADS", default=1)
 # Processes that run language identification during imports (beside the importing process itself).
@@ -38,6 +63,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "mining",
@@ -114,6 +140,15 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=6 *
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_TASK_DEFAULT_QUEUE", default="pcapp")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A sentence run's shard tasks go to their own queues (embed, index, search, io; see pcapp/queues.py), each renamed
+# with PCAPP_QUEUE_<NAME>; `./run app`'s worker and `./run worker` without --queues listen on all of them.
+PCAPP_STAGE_QUEUES = {name: stage_queue(name) for name in STAGE_QUEUES}
+CELERY_TASK_ROUTES = {f"mining.shard_{name}": {"queue": queue} for name, queue in PCAPP_STAGE_QUEUES.items()}
+# A message a dead worker held comes back to the queue after this (Redis); leases re-queue dead shards much sooner.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=6 * 3600 + 600)}
+# Rows per shard of a sentence run (embedding, index and query shards); candidates per filter and write shard.
+PCAPP_SHARD_ROWS = env.int("PCAPP_SHARD_ROWS", default=50_000)
+PCAPP_CANDIDATE_CHUNK_ROWS = env.int("PCAPP_CANDIDATE_CHUNK_ROWS", default=100_000)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -125,11 +160,22 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
     "PAGE_SIZE": 50,
 }
-SPECTACULAR_SETTINGS = {"TITLE": "pcapp API", "VERSION": "1.0.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "pcapp API",
+    "VERSION": "1.0.0",
+    # Swagger UI from drf-spectacular-sidecar's static files, not a CDN: /api/docs/ works on an offline machine.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+    # faiss's loader logs at INFO each instruction-set module it tries and fails to import ("Could not load library
+    # with AVX2 support ... ModuleNotFoundError"): noise, since the installed faiss dispatches to its AVX-512 / AVX2
+    # kernels at run time from the generic module (faiss.get_compile_options() lists them).
+    "loggers": {"faiss.loader": {"level": "WARNING"}},
 }

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-from annotation.models import ESTIMATE_SAMPLERS, Label, Verdict
+from annotation.models import ESTIMATE_SAMPLERS, Verdict
+from annotation.selectors import estimable_labels
 from mining.core.calibration.crossval import compare_calibrators
 from mining.models import Artefact, ArtefactKind, MiningRun, RunKind
 from mining.services.calibrators import DEFAULT_PHI, METHODS, save_calibrator
@@ -81,7 +82,9 @@ def threshold_labels(*, src_lang: str, tgt_lang: str) -> ThresholdLabels:
     """The labels of a language pair's candidates for threshold and precision estimates, stratum-weighted. Items a
     campaign drew by score or confidence are left out: they would bias the estimate (the head still trains on them)."""
     rows = list(
-        Label.objects.filter(sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang).values_list(
+        estimable_labels()
+        .filter(sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang)
+        .values_list(
             "sentence_pair__score",
             "verdict",
             "item__campaign_id",
@@ -106,7 +109,7 @@ def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = No
     Probability-sampled labels are weighted by stratum size over labels drawn from the stratum, scaled to mean 1;
     every other label (outside campaigns, or drawn by score or confidence, e.g. active sampling) weighs 1, as much as
     an average sampled label. Only runs of the most used encoder count, since the head reads the source embedding."""
-    qs = Label.objects.filter(
+    qs = estimable_labels().filter(
         sentence_pair__isnull=False, sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang
     )
     if campaign_id is not None:

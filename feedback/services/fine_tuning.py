@@ -18,7 +18,8 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from annotation.models import Label, Verdict
+from annotation.models import Verdict
+from annotation.selectors import estimable_labels
 from mining.core.calibration.hardneg import review_training_pairs
 from mining.core.encoders.dan_finetune import FineTuneConfig, fine_tune_dan
 from mining.core.evaluation_report import EvaluationReport, evaluate_encoder
@@ -65,7 +66,7 @@ def review_pairs(
     """Every labelled candidate of the src->tgt sentence runs (of one campaign, or all labels), one verdict each by
     majority over its reviewers (ties are left out); GOOD ones are positives, BAD ones scoring at least the
     `hard_quantile` quantile of their own run's scores are hard negatives."""
-    qs = Label.objects.filter(
+    qs = estimable_labels().filter(
         sentence_pair__isnull=False,
         sentence_pair__run__src_lang=src_lang,
         sentence_pair__run__tgt_lang=tgt_lang,

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.urls import path
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
 from django.views.decorators.http import require_GET
 
 from pcapp.http import HtmxHttpRequest
-from pcapp.permissions import reviewer_required
+from pcapp.permissions import run_results_required
 
 from ..charts import histogram_svg, yield_svg
 from ..forms import CandidateFilterForm
 from ..models import MiningRun, RunKind
-from ..selectors import candidate_page, filter_reasons, run_compare, run_threshold, score_histogram
+from ..selectors import (
+    candidate_page,
+    filter_reasons,
+    run_compare,
+    run_threshold,
+    run_threshold_info,
+    score_histogram,
+)
 from .runs import get_run_or_404
 
 PAGE_SIZE = 50
+CANDIDATE_KINDS = (RunKind.SENTENCE, RunKind.DOCUMENT, RunKind.ALIGN)
 
 
 def _float_param(request: HttpRequest, name: str, default: float | None) -> float | None:
@@ -30,11 +39,14 @@ def _float_param(request: HttpRequest, name: str, default: float | None) -> floa
 
 
 @require_GET
-@reviewer_required
+@run_results_required
 def run_results(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Candidates in rank order (keyset pages), with histogram and yield; htmx asks only for #candidate-list."""
     run = get_run_or_404(pk)
-    form = CandidateFilterForm(request.GET or None)
+    if run.kind not in CANDIDATE_KINDS:
+        return _no_candidates(request, run)
+    reasons = filter_reasons(run=run)
+    form = CandidateFilterForm(request.GET or None, reasons=reasons)
     filters = form.cleaned_data if form.is_valid() else {}
     page = candidate_page(run=run, filters=filters, after=filters.get("after"), size=PAGE_SIZE)
     query = request.GET.copy()
@@ -49,20 +61,42 @@ def run_results(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "candidate-list":
         return render(request, "mining/run_results.html#candidate-list", context)
     hist = score_histogram(run=run)
-    threshold = run_threshold(run)
+    info = run_threshold_info(run)
+    threshold = info.value
     context.update(
+        threshold_info=info,
+        campaigns_url=reverse("campaign-new") + f"?runs={run.pk}",
         histogram=histogram_svg(hist.edges, hist.counts, hist.kept_counts, threshold=threshold),
         yield_chart=yield_svg(hist.yield_curve(), threshold=threshold),
         threshold_rows=hist.threshold_table()[:: max(1, len(hist.counts) // 10)],
         total=hist.total,
         threshold=threshold,
-        reasons=filter_reasons(run=run),
+        reasons=reasons,
+        align_runs=list(run.children.filter(kind=RunKind.ALIGN).order_by("-created_at")[:5])
+        if run.kind == RunKind.DOCUMENT
+        else [],
     )
     return render(request, "mining/run_results.html", context)
 
 
+def _no_candidates(request: HttpRequest, run: MiningRun) -> HttpResponse:
+    """Runs that produce no candidates (calibration, training, ...) have no results page: send the user where their
+    outcome is shown."""
+    if run.kind == RunKind.CALIBRATE and run.src_lang and run.tgt_lang:
+        messages.info(
+            request,
+            f"{run} trains a calibration model: its figures are on the {run.src_lang}-{run.tgt_lang} calibration page.",
+        )
+        return redirect("calibration", src=run.src_lang, tgt=run.tgt_lang)
+    if run.kind == RunKind.APPLY_CALIBRATION and run.parent_id:
+        messages.info(request, f"{run} recomputed the confidences of run {run.parent_id}: these are its results.")
+        return redirect("run-results", pk=run.parent_id)
+    messages.info(request, f"{run} ({run.get_kind_display().lower()}) produces no candidate pairs to list.")
+    return redirect("run-detail", pk=run.pk)
+
+
 @require_GET
-@reviewer_required
+@run_results_required
 def run_compare_view(request: HttpRequest) -> HttpResponse:
     """Compare two runs: overlap of kept pairs and each one's precision on labelled pairs."""
     runs = MiningRun.objects.select_related("src_corpus", "tgt_corpus").order_by("-created_at")[:200]
@@ -74,7 +108,14 @@ def run_compare_view(request: HttpRequest) -> HttpResponse:
         tb = _float_param(request, "tb", run_threshold(b))
         same_corpora = (a.src_corpus_id, a.tgt_corpus_id) == (b.src_corpus_id, b.tgt_corpus_id)
         context.update(
-            a=a, b=b, ta=ta, tb=tb, same_corpora=same_corpora, cmp=run_compare(a=a, b=b, threshold_a=ta, threshold_b=tb)
+            a=a,
+            b=b,
+            ta=ta,
+            tb=tb,
+            same_corpora=same_corpora,
+            same_pair=(a.src_lang, a.tgt_lang) == (b.src_lang, b.tgt_lang),
+            same_run=a.pk == b.pk,
+            cmp=run_compare(a=a, b=b, threshold_a=ta, threshold_b=tb),
         )
     return render(request, "mining/run_compare.html", context)
 

@@ -13,9 +13,10 @@ from pcapp.http import HtmxHttpRequest
 from pcapp.permissions import reviewer_required, staff_required
 
 from ..forms import RunStartForm
-from ..models import MiningRun
+from ..models import JobStatus, MiningRun, RunKind
 from ..selectors import run_get, run_list, run_progress
-from ..services.runs import run_cancel, run_create, run_retry
+from ..services.export import export_files
+from ..services.runs import BrokerUnavailable, run_cancel, run_create, run_retry
 
 
 def get_run_or_404(pk: int) -> MiningRun:
@@ -36,8 +37,13 @@ def run_start(request: HtmxHttpRequest) -> HttpResponse:
     initial = {k: v for k, v in request.GET.items() if k in RunStartForm.base_fields}
     form = RunStartForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        run = run_create(user=request.user, **form.run_kwargs())
-        messages.success(request, f"Run {run.pk} queued.")
+        try:
+            run = run_create(user=request.user, **form.run_kwargs())
+            messages.success(request, f"Run {run.pk} queued.")
+        except BrokerUnavailable as exc:  # the run was created and marked failed: its page says why
+            messages.error(request, str(exc))
+            run = MiningRun.objects.filter(created_by=request.user).order_by("-pk").first()
+            return redirect("run-detail", pk=run.pk) if run else redirect("run-list")
         return redirect("run-detail", pk=run.pk)
     template = "mining/run_start.html#run-start-form" if request.htmx else "mining/run_start.html"
     return render(request, template, {"form": form})
@@ -47,7 +53,8 @@ def run_start(request: HtmxHttpRequest) -> HttpResponse:
 @reviewer_required
 def run_index(request: HttpRequest) -> HttpResponse:
     """All recent runs."""
-    return render(request, "mining/run_list.html", {"runs": run_list(limit=200)})
+    runs = run_list(limit=200)
+    return render(request, "mining/run_list.html", {"runs": runs, "any_active": any(not r.is_finished for r in runs)})
 
 
 @require_GET
@@ -69,6 +76,15 @@ def run_progress_partial(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if progress.finished and request.htmx:
         return HttpResponseStopPolling(response.content)
     return response
+
+
+@require_GET
+@staff_required
+def export_index(request: HttpRequest) -> HttpResponse:
+    """Runs whose pairs can be exported (succeeded sentence, document and alignment runs), with the files built."""
+    runs = run_list(limit=100, kinds=(RunKind.SENTENCE, RunKind.DOCUMENT, RunKind.ALIGN), status=JobStatus.SUCCEEDED)
+    rows = [(run, export_files(run=run)[:5]) for run in runs]
+    return render(request, "mining/export_list.html", {"rows": rows})
 
 
 def _after_action(request: HtmxHttpRequest, run: MiningRun) -> HttpResponse:
@@ -98,7 +114,7 @@ def run_retry_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     try:
         run_retry(run=run)
         messages.success(request, f"Run {run.pk} queued again; it resumes where it stopped.")
-    except ValueError as exc:
+    except (ValueError, BrokerUnavailable) as exc:
         messages.error(request, str(exc))
     return _after_action(request, run)
 
@@ -110,4 +126,5 @@ urlpatterns = [
     path("runs/<int:pk>/progress/", run_progress_partial, name="run-progress"),
     path("runs/<int:pk>/cancel/", run_cancel_view, name="run-cancel"),
     path("runs/<int:pk>/retry/", run_retry_view, name="run-retry"),
+    path("exports/", export_index, name="export-list"),
 ]

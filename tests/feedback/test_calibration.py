@@ -3,6 +3,7 @@
 import pytest
 
 from annotation.services import campaign_create, item_claim, label_submit
+from annotation.spec import CampaignSpec
 from mining.models import (
     Artefact,
     ArtefactKind,
@@ -36,7 +37,7 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
     gold = {en: fr for en, fr in PAIRS}
     reviewer = django_user_model.objects.create_user("cal", password="pw-cal-1234")
     reviewer.groups.add(reviewers_group())
-    campaign = campaign_create(name="cal", runs=[run], reviewers=[reviewer], sample_size=len(PAIRS))
+    campaign = campaign_create(spec=CampaignSpec(name="cal", sample_size=len(PAIRS)), runs=[run], reviewers=[reviewer])
     n = 0
     while True:
         item, _ = item_claim(campaign=campaign, reviewer=reviewer)
@@ -60,7 +61,7 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
     from annotation.services import label_pair
 
     for k in range(2):
-        other = django_user_model.objects.create_user(f"cal{k}", password="pw-cal-1234")
+        other = django_user_model.objects.create_user(f"cal{k}", password="pw-cal-1234", is_staff=True)
         for c in SentencePairCandidate.objects.filter(run=run).select_related("src", "tgt"):
             label_pair(
                 reviewer=other,
@@ -107,7 +108,7 @@ def test_calibration_page_threshold_panel_and_apply(staff_client, django_user_mo
     from tests.mining.views.test_results import make_run
 
     run = make_run(10, scores=[2.0 - 0.1 * i for i in range(10)])
-    other = django_user_model.objects.create_user("lab", password="pw-lab-1234")
+    other = django_user_model.objects.create_user("lab", password="pw-lab-1234", is_staff=True)
     for c in SentencePairCandidate.objects.filter(run=run):
         from annotation.services import label_pair
 
@@ -117,10 +118,11 @@ def test_calibration_page_threshold_panel_and_apply(staff_client, django_user_mo
     assert page.status_code == 200 and b"No calibration model yet" in page.content
     panel = staff_client.get(reverse("calibration", args=[src, tgt]) + "?target=0.95", headers={"HX-Request": "true"})
     body = panel.content.decode()
-    assert "<html" not in body and "keeps <strong>6</strong>" in body and "1.5000" in body
-    staff_client.post(
-        reverse("calibration-apply", args=[src, tgt]), {"threshold": "1.5", "target": "0.95", "estimate": "1.0"}
-    )
+    assert "<html" not in body and 'keeps <strong id="n-kept">6</strong>' in body and "1.5000" in body
+    # 6 labels: the interval's lower bound is far below 0.95, so storing it asks for confirmation.
+    assert 'id="threshold-caution"' in body
+    data = {"threshold": "1.5", "target": "0.95", "estimate": "1.0", "confirm": "on"}
+    staff_client.post(reverse("calibration-apply", args=[src, tgt]), data)
     assert LanguagePairSetting.objects.get(src_lang=src).threshold == 1.5
     assert Artefact.objects.filter(kind=ArtefactKind.CALIBRATION).count() == 0
 
@@ -153,7 +155,9 @@ def test_calibration_trains_on_uncertain_labels_that_threshold_estimates_leave_o
     LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=cands[len(cands) // 2].score)
     reviewer = django_user_model.objects.create_user("act", password="pw-act-1234")
     campaign = campaign_create(
-        name="act", runs=[run], reviewers=[reviewer], sampler=Sampler.STRATIFIED, bands=2, sample_size=6, n_uncertain=4
+        spec=CampaignSpec(name="act", sampler=Sampler.STRATIFIED, bands=2, sample_size=6, n_uncertain=4),
+        runs=[run],
+        reviewers=[reviewer],
     )
     gold = {en: fr for en, fr in PAIRS}
     while (item := item_claim(campaign=campaign, reviewer=reviewer)[0]) is not None:

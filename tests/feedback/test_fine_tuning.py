@@ -151,7 +151,8 @@ def test_fine_tune_run_stores_both_figures_and_gates_the_new_encoder(reviewed, s
     assert (tuned.pk in offered()) == tuned.is_active and reviewed["encoder"].pk in offered()
     assert load_encoder(tuned).encode(["Delete multiple objects"], "en").shape == (1, 512)
     page = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
-    assert f"gate: {run.stats['gate']}" in page and f"p_at_1_before: {before['p_at_1']}" in page
+    assert f"gate: <strong>{run.stats['gate']}</strong>" in page
+    assert f"P@1 before: <strong>{before['p_at_1']}</strong>" in page
 
 
 @pytest.mark.django_db

@@ -60,3 +60,83 @@ def test_a_valid_threshold_is_stored(staff_client, pair) -> None:
     assert response.status_code == 302
     setting = LanguagePairSetting.objects.get(src_lang="en", tgt_lang="fr")
     assert (setting.threshold, setting.target_precision, setting.estimated_precision) == (1.07, 0.95, 0.96)
+
+
+def _labelled_run(scores_verdicts, **kwargs):
+    """A sentence run of en-fr whose candidates carry the given scores, each with a staff label when a verdict is
+    given (None: unlabelled)."""
+    from annotation.models import Verdict
+    from tests.factories.annotation import LabelFactory
+    from tests.factories.mining import MiningRunFactory, SentencePairCandidateFactory
+
+    run = MiningRunFactory(**kwargs)
+    for i, (score, verdict) in enumerate(scores_verdicts):
+        cand = SentencePairCandidateFactory(run=run, score=score, rank=i + 1)
+        if verdict is not None:
+            LabelFactory(sentence_pair=cand, verdict=Verdict.GOOD if verdict else Verdict.BAD)
+    return run
+
+
+def test_the_yield_is_counted_over_the_runs_the_user_ticks(staff_client) -> None:
+    """ "keeps N pairs" used to count every en-fr run's candidates, unrelated corpora and duplicate runs included."""
+    a = _labelled_run([(2.0, True), (1.8, True), (1.6, True), (1.0, False), (0.9, False)])
+    b = _labelled_run([(1.9, None), (1.7, None), (0.5, None)])
+    url = reverse("calibration", args=["en", "fr"])
+    html = staff_client.get(url, {"target": "0.9", "runs": [a.pk]}, HTTP_HX_REQUEST="true").content.decode()
+    assert '<strong id="chosen-threshold">1.6000</strong>' in html
+    assert '<strong id="n-kept">3</strong> pairs' in html
+    html = staff_client.get(url, {"target": "0.9", "runs": [a.pk, b.pk]}, HTTP_HX_REQUEST="true").content.decode()
+    assert '<strong id="n-kept">5</strong> pairs' in html
+    # Without ?runs=, the newest run of the pair (b) is counted and ticked.
+    page = staff_client.get(url, {"target": "0.9"}).content.decode()
+    assert '<strong id="n-kept">2</strong> pairs' in page
+    assert f'name="runs" value="{b.pk}" checked' in page and f'name="runs" value="{a.pk}">' in page
+
+
+def test_a_weak_threshold_is_flagged_and_storing_it_asks_for_confirmation(staff_client) -> None:
+    _labelled_run([(2.0, True), (1.8, True), (1.6, True), (1.0, False), (0.9, False)])
+    url = reverse("calibration", args=["en", "fr"])
+    html = staff_client.get(url, {"target": "0.95"}).content.decode()
+    # 3 GOOD of 3 kept: precision 1.0, but the Wilson lower bound (0.44) is far below 0.95.
+    assert 'id="threshold-caution"' in html and "far below the target 0.95" in html
+    assert 'name="confirm" value="on" required id="confirm-threshold"' in html
+    data = {"threshold": "1.6", "target": "0.95", "estimate": "1.0"}
+    response = staff_client.post(reverse("calibration-apply", args=["en", "fr"]), data)
+    assert any("tick the confirmation box" in str(m) for m in get_messages(response.wsgi_request))
+    assert not LanguagePairSetting.objects.exists()
+    staff_client.post(reverse("calibration-apply", args=["en", "fr"]), {**data, "confirm": "on"})
+    assert LanguagePairSetting.objects.get().threshold == 1.6
+
+
+def test_a_model_from_few_labels_or_nearly_constant_is_shown_with_cautions(staff_client, pair) -> None:
+    from mining.models import Artefact, ArtefactKind
+
+    reliability = {"confidence": [0.8262, 0.8266, 0.8271], "frequency": [0.7, 0.8, 0.9], "count": [10, 10, 10]}
+    Artefact.objects.create(
+        kind=ArtefactKind.CALIBRATION,
+        name="calibration-en-fr",
+        version=1,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"method": "head"},
+        metrics={
+            "labels": 30,
+            "good": 24,
+            "cross_validated": {"head": {"ece": 0.1, "brier": 0.2, "log_loss": 0.5, "reliability": reliability}},
+        },
+    )
+    html = staff_client.get(reverse("calibration", args=["en", "fr"])).content.decode()
+    cautions = html.count('class="caution model-caution"')
+    assert cautions == 2
+    assert "Trained on only 30 labels (24 GOOD, 6 BAD)" in html
+    assert "Nearly constant: P(good) lies between 0.8262 and 0.8271 over the labelled pairs (cross-validated)" in html
+    # The reliability diagram: one marker per bin, each with its label count.
+    assert html.count('class="reliability-bin"') == 3 and ": 10 labels, mean P(good) 0.826" in html
+
+
+def test_feedback_index_lists_each_pair_with_its_calibration_page(staff_client, pair) -> None:
+    LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=1.2, target_precision=0.9)
+    html = staff_client.get(reverse("feedback")).content.decode()
+    row = html[html.index('<table id="pairs">') :]
+    assert f'<a href="{reverse("calibration", args=["en", "fr"])}">en → fr</a>' in row
+    assert "score ≥ 1.2000 (target 0.900)" in row and "none yet" in row

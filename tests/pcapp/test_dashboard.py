@@ -22,7 +22,7 @@ def test_dashboard_shows_corpora_runs_and_attention(staff_client):
     assert "demo-&lt;corpus&gt;" in html and "42" in html
     attention = html[html.index('id="attention"') : html.index('id="corpora"')]
     assert "broken" in attention and "Boom &lt;b&gt;" in attention
-    assert "busy" in attention and "knn 3/9" in attention
+    assert "busy" in attention and "nearest neighbours: 3 / 9 (33 % of this stage)" in attention
     assert reverse("run-start") in html
 
 
@@ -65,10 +65,13 @@ def test_dashboard_query_count_is_flat(staff_client):
 def test_dashboard_campaigns_progress_good_rate_and_waiting(reviewer_client, reviewer_user):
     from annotation.models import Label
     from annotation.services import campaign_create
+    from annotation.spec import CampaignSpec
     from tests.mining.views.test_results import make_run
 
     run = make_run(4)
-    campaign = campaign_create(name="camp <1>", runs=[run], reviewers=[reviewer_user], sample_size=4, seed=1)
+    campaign = campaign_create(
+        spec=CampaignSpec(name="camp <1>", sample_size=4, seed=1), runs=[run], reviewers=[reviewer_user]
+    )
     items = list(campaign.items.all())
     for item, verdict in zip(items[:3], ["GOOD", "GOOD", "BAD"], strict=True):
         Label.objects.create(
@@ -76,7 +79,7 @@ def test_dashboard_campaigns_progress_good_rate_and_waiting(reviewer_client, rev
         )
     html = reviewer_client.get(reverse("dashboard")).content.decode()
     assert "camp &lt;1&gt;" in html and "3/4" in html and "75 %" in html
-    assert '<td class="good-rate">0.67</td>' in html
+    assert '<td class="good-rate">–</td>' in html  # no GOOD rate for reviewers (docs/PERMISSIONS.md)
     attention = html[html.index('id="attention"') : html.index('id="corpora"')]
     assert "1 item(s) waiting for your review" in attention
     assert reverse("campaign-review", args=[campaign.pk]) in attention

@@ -28,15 +28,15 @@ def make_run(n: int = 6, *, run=None, scores=None, reasons=None, texts=None, **r
     return run
 
 
-def test_results_lists_candidates_in_rank_order_with_escaped_text(reviewer_client):
+def test_results_lists_candidates_in_rank_order_with_escaped_text(staff_client):
     run = make_run(3, texts=[("<b>bold</b>", "gras"), ("a & b", "x"), ("plain", "simple")])
-    html = reviewer_client.get(reverse("run-results", args=[run.pk])).content.decode()
+    html = staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
     assert "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold</b>" not in html
     assert html.index("&lt;b&gt;bold") < html.index("a &amp; b") < html.index("plain")
     assert 'id="score-histogram"' in html and "<svg" in html and 'class="yield"' in html
 
 
-def test_results_filters(reviewer_client):
+def test_results_filters(staff_client):
     run = make_run(
         6,
         reasons={1: "length_ratio"},
@@ -45,7 +45,7 @@ def test_results_filters(reviewer_client):
     url = reverse("run-results", args=[run.pk])
 
     def ranks(**params):
-        response = reviewer_client.get(url, params, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="candidate-list")
+        response = staff_client.get(url, params, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="candidate-list")
         body = response.content.decode()
         assert "<html" not in body and body.lstrip().startswith('<section id="candidate-list"')
         return [int(r) for r in re.findall(r'data-rank="(\d+)"', body)]
@@ -59,7 +59,7 @@ def test_results_filters(reviewer_client):
     assert ranks(label="unlabelled") == [1, 2, 3, 4, 5, 6]
 
 
-def test_keyset_pages(reviewer_client):
+def test_keyset_pages(staff_client):
     run = make_run(5)
     page = candidate_page(run=run, filters={}, size=2)
     assert [c.rank for c in page.items] == [1, 2] and page.next_after == 2
@@ -84,7 +84,7 @@ def test_histogram_of_empty_run():
     assert score_histogram(run=run).counts == []
 
 
-def test_results_query_count_is_flat(reviewer_client, django_assert_max_num_queries):
+def test_results_query_count_is_flat(staff_client, django_assert_max_num_queries):
     small = make_run(3)
     big = make_run(60)
     counts = []
@@ -93,13 +93,13 @@ def test_results_query_count_is_flat(reviewer_client, django_assert_max_num_quer
         from django.test.utils import CaptureQueriesContext
 
         with CaptureQueriesContext(connection) as ctx:
-            assert reviewer_client.get(reverse("run-results", args=[run.pk])).status_code == 200
+            assert staff_client.get(reverse("run-results", args=[run.pk])).status_code == 200
         counts.append(len(ctx))
     assert counts[0] == counts[1]
     assert counts[1] <= 8
 
 
-def test_compare_overlap_and_precision(reviewer_client):
+def test_compare_overlap_and_precision(staff_client):
     a = make_run(4, scores=[1.4, 1.3, 1.2, 1.0])
     b = MiningRunFactory(src_corpus=a.src_corpus)
     pairs = list(SentencePairCandidate.objects.filter(run=a).order_by("rank"))
@@ -113,7 +113,7 @@ def test_compare_overlap_and_precision(reviewer_client):
     assert (cmp.kept_a, cmp.kept_b, cmp.overlap) == (3, 3, 2)
     assert cmp.jaccard == pytest.approx(2 / 4)
 
-    html = reviewer_client.get(reverse("run-compare"), {"a": a.pk, "b": b.pk, "ta": "1.1"}).content.decode()
+    html = staff_client.get(reverse("run-compare"), {"a": a.pk, "b": b.pk, "ta": "1.1"}).content.decode()
     assert 'id="overlap">2' in html and 'id="kept-a">3' in html
 
 
@@ -130,7 +130,7 @@ def test_compare_precision_on_gold_pairs_either_direction():
     assert (cmp.gold_covered_b, cmp.gold_hits_b) == (1, 1)
 
 
-def test_document_run_results_list_document_pairs(reviewer_client):
+def test_document_run_results_list_document_pairs(staff_client):
     from mining.models import DocumentPairCandidate, RunKind
     from tests.factories.mining import DocumentFactory
 
@@ -139,7 +139,73 @@ def test_document_run_results_list_document_pairs(reviewer_client):
         src = DocumentFactory(corpus=run.src_corpus, lang="en", title=f"Guide <{i}>")
         tgt = DocumentFactory(corpus=run.src_corpus, lang="fr", title=f"Guide fr {i}")
         DocumentPairCandidate.objects.create(run=run, src=src, tgt=tgt, cosine=0.5, score=score, rank=i + 1)
-    html = reviewer_client.get(reverse("run-results", args=[run.pk])).content.decode()
+    html = staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
     assert html.count('<tr class="candidate') == 2 and "Guide &lt;0&gt;" in html
     assert score_histogram(run=run, bins=2).counts == [1, 1]
     assert [c.rank for c in candidate_page(run=run, filters={"q": "fr 1"}).items] == [2]
+
+
+def test_runs_without_candidates_send_the_user_to_their_outcome(staff_client):
+    """A calibration run's results are its pair's calibration page; an applied calibration's are its target run's
+    results (the Results button used to be a 500: 'histogram needs len(edges) == len(counts) + 1')."""
+    from mining.models import RunKind
+
+    target = make_run(2)
+    calibrate = MiningRunFactory(kind=RunKind.CALIBRATE, src_corpus=None, tgt_corpus=None)
+    apply = MiningRunFactory(kind=RunKind.APPLY_CALIBRATION, src_corpus=None, tgt_corpus=None, parent=target)
+    train = MiningRunFactory(kind=RunKind.TRAIN_ENCODER)
+    for run, where in (
+        (calibrate, reverse("calibration", args=["en", "fr"])),
+        (apply, reverse("run-results", args=[target.pk])),
+        (train, reverse("run-detail", args=[train.pk])),
+    ):
+        response = staff_client.get(reverse("run-results", args=[run.pk]))
+        assert (response.status_code, response["Location"]) == (302, where)
+    assert staff_client.get(reverse("run-results", args=[target.pk]), follow=True).status_code == 200
+
+
+def test_histogram_chart_of_no_candidates_and_integer_count_ticks():
+    from mining.charts import count_axis_max, histogram_svg
+
+    assert "No candidates" in histogram_svg([], [])
+    assert [count_axis_max(n) for n in (0, 1, 3, 7, 35, 519, 10477)] == [4, 4, 4, 8, 40, 800, 20000]
+    svg = str(histogram_svg([0.0, 0.5, 1.0], [3, 7]))
+    ticks = re.findall(r'text-anchor="end">([^<]+)<', svg)
+    assert ticks == ["0", "2", "4", "6", "8"]
+
+
+def test_filter_reason_is_a_select_of_known_rules_and_bad_numbers_are_reported(staff_client):
+    run = make_run(3, reasons={2: "too_short"})
+    html = staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
+    assert '<select name="filter_reason"' in html
+    assert '<option value="too_short">Rejected: too short (1)</option>' in html
+    assert '<option value="wrong_language">Rejected: wrong language (0)</option>' in html
+    html = staff_client.get(reverse("run-results", args=[run.pk]), {"min_score": "abc"}).content.decode()
+    errors = html[html.index('id="filter-errors"') :]
+    assert errors.startswith('id="filter-errors">Score at least: Enter a number. The list below is not filtered.')
+    assert 'class="errorlist"' not in html
+
+
+def test_results_name_the_threshold_and_where_it_comes_from(staff_client):
+    from mining.models import LanguagePairSetting
+
+    run = make_run(3)
+    html = staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
+    assert "threshold none (every pair not rejected by a pre-filter is kept)" in html
+    LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=1.35, target_precision=0.95)
+    html = staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
+    info = html[html.index('id="threshold-info"') :]
+    assert "<strong>1.3500</strong>" in info[:120] and "stored for en-fr on the calibration page" in info
+    assert "target precision 0.950" in info
+    # Next steps: a campaign from this run, the pair's calibration, export.
+    assert f'href="{reverse("campaign-new")}?runs={run.pk}"' in html
+    assert f'href="{reverse("calibration", args=["en", "fr"])}"' in html
+
+
+def test_compare_warns_about_different_pairs_and_a_run_with_itself(staff_client):
+    a = make_run(2)
+    b = make_run(2, src_lang="en", tgt_lang="de")
+    html = staff_client.get(reverse("run-compare"), {"a": a.pk, "b": b.pk}).content.decode()
+    assert 'id="compare-warning"' in html and "different language pairs (en-fr and en-de)" in html
+    html = staff_client.get(reverse("run-compare"), {"a": a.pk, "b": a.pk}).content.decode()
+    assert "the same run twice" in html

@@ -102,7 +102,9 @@ def test_run_page_polls_while_running(reviewer_client):
     html = reviewer_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert 'id="run-progress"' in html and 'hx-trigger="every 1s"' in html
     assert reverse("run-progress", args=[run.pk]) in html
-    assert "<html" in html and "knn" in html and "30" in html and "120" in html
+    assert "<html" in html and "30" in html and "120" in html
+    # No overall share reported yet: the bar is the current stage's, named in words.
+    assert "nearest neighbours: 30 / 120 (25 % of this stage)" in html
     assert 'id="cancel-run"' not in html  # reviewers see no staff buttons
 
 
@@ -238,3 +240,57 @@ def test_alignment_run_needs_a_document_run(staff_client):
     response = staff_client.post(reverse("run-start"), _form(corpus, kind="align", parent=doc_run.pk))
     assert response.status_code == 302
     assert MiningRun.objects.get(kind=RunKind.ALIGN).parent == doc_run
+
+
+@pytest.mark.parametrize(
+    ("fields", "percent", "overall", "label"),
+    [
+        ({"status": JobStatus.SUCCEEDED, "done": 519, "total": 519, "progress": 1.0}, 100.0, True, "done"),
+        # A finished run that never reported progress still shows 100 %, never "0/519".
+        ({"status": JobStatus.SUCCEEDED, "done": 0, "total": 519, "progress": 0.0}, 100.0, True, "done"),
+        ({"status": JobStatus.PENDING}, None, True, "queued"),
+        (
+            {"status": JobStatus.RUNNING, "stage": "embed-src", "done": 300, "total": 10_000, "progress": 0.4},
+            40.0,
+            True,
+            "40 % of the whole job · embedding the source",
+        ),
+        (
+            {"status": JobStatus.RUNNING, "stage": "knn", "done": 2_500, "total": 10_000, "progress": 0.0},
+            25.0,
+            False,
+            "nearest neighbours: 2,500 / 10,000 (25 % of this stage)",
+        ),
+        ({"status": JobStatus.RUNNING, "stage": "load", "done": 0, "total": 0}, None, False, "load"),
+    ],
+)
+def test_progress_bar_is_true_while_running_and_at_the_end(fields, percent, overall, label):
+    from mining.selectors import job_bar
+
+    bar = job_bar(MiningRunFactory.build(**fields))
+    assert (bar.percent, bar.overall, bar.label) == (percent, overall, label)
+
+
+def test_run_list_shows_finished_runs_at_100_percent_and_stage_times_in_order(reviewer_client):
+    run = MiningRunFactory(
+        name="finished-run",
+        done=0,
+        total=519,
+        progress=1.0,
+        stats={"candidates": 519, "kept_after_filters": 500},
+        timings={"write": 0.5, "knn": 2.0, "embed-src": 3.0, "filter": 0.4},
+    )
+    html = reviewer_client.get(reverse("run-list")).content.decode()
+    row = html[html.index(f'data-run="{run.pk}"') :]
+    assert 'value="100.0"' in row[: row.index("</tr>")] and "0/519" not in html
+    page = reviewer_client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    times = "embedding the source 3.0 s, nearest neighbours 2.0 s, pre-filtering 0.4 s, writing candidates 0.5 s"
+    assert f"Stage times: {times}" in page
+    assert "kept after the pre-filters: <strong>500</strong>" in page and "kept_after_filters" not in page
+
+
+def test_run_form_defaults_to_two_different_languages_of_the_newest_corpus(staff_client):
+    CorpusFactory(languages=["de", "it"])
+    newest = CorpusFactory(languages=["de", "en", "fr"])
+    form = staff_client.get(reverse("run-start")).context["form"]
+    assert (form.initial["src_corpus"], form.initial["src_lang"], form.initial["tgt_lang"]) == (newest.pk, "en", "de")

@@ -1,0 +1,52 @@
+"""Readable words for the keys the app stores (run statistics, stages, parameters, pre-filter rules), so that pages
+never show raw keys such as `kept_after_filters`:  {% load readable %} {{ key|readable }}."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django import template
+
+from ..selectors import job_bar, run_threshold_info
+from ..words import ordered_timings, readable
+
+register = template.Library()
+
+register.filter("readable", readable)
+register.filter("ordered_timings", ordered_timings)
+
+
+@register.filter
+def scalar(value: Any) -> bool:
+    """True for values a page can print as they are (not dicts or lists)."""
+    return not isinstance(value, dict | list | tuple)
+
+
+@register.filter
+def finite(value: Any) -> bool:
+    """True for a number that is neither NaN nor infinite (an undefined statistic is shown in words instead)."""
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+@register.inclusion_tag("mining/_progress.html")
+def progress_bar(job: Any) -> dict[str, Any]:
+    """A job's progress bar and its label (see mining.selectors.job_bar)."""
+    return {"bar": job_bar(job), "job": job}
+
+
+@register.filter
+def threshold_words(run: Any) -> str:
+    """The threshold that keeps a run's pairs and where it comes from, in words (see run_threshold_info)."""
+    info = run_threshold_info(run)
+    if info.value is None:
+        return "none: every pair no pre-filter rejected"
+    where = {
+        "run": "the run's own",
+        "calibrated": f"stored for {run.src_lang}-{run.tgt_lang} on the calibration page",
+        "default": "the run's label-free default",
+    }.get(info.source, info.source)
+    return f"{info.value:.4f} ({where})"

@@ -1,0 +1,52 @@
+"""The API's root (/api/): what lives under it, as links where an endpoint takes no id and as path templates where
+it does, plus the schema and its browsable docs."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+# (name, URL name, description); entries with an id are shown as templates below.
+_LINKS = (
+    ("corpora", "api-corpus-list", "corpora (GET)"),
+    ("corpus-import", "api-import-create", "import a corpus (POST, multipart)"),
+    ("runs", "api-run-list", "runs (GET) and start a run (POST)"),
+    ("judgements", "api-judgement-create", "judge an item or a pair (POST)"),
+    ("campaigns", "api-campaign-create", "create a campaign (POST)"),
+    ("schema", "api-schema", "OpenAPI schema"),
+    ("docs", "api-docs", "browsable docs (Swagger UI)"),
+)
+_TEMPLATES = {
+    "corpus": "corpora/{id}/",
+    "import": "imports/{id}/",
+    "run": "runs/{id}/",
+    "run-cancel": "runs/{id}/cancel/",
+    "run-retry": "runs/{id}/retry/",
+    "run-histogram": "runs/{id}/histogram/",
+    "run-candidates": "runs/{id}/candidates/",
+    "run-export": "runs/{id}/export/",
+    "run-exports": "runs/{id}/exports/",
+    "campaign-results": "review/campaigns/{id}/results/",
+    "campaign-labels": "review/campaigns/{id}/labels/",
+}
+
+
+class ApiRoot(APIView):
+    """The endpoints of the pcapp API."""
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> Response:
+        root = request.build_absolute_uri(reverse("api-root"))
+        return Response(
+            {
+                "endpoints": {
+                    name: {"url": request.build_absolute_uri(reverse(url_name)), "what": what}
+                    for name, url_name, what in _LINKS
+                },
+                "endpoints_with_an_id": {name: root + template for name, template in _TEMPLATES.items()},
+                "authentication": "session, or 'Authorization: Token …' (./run manage drf_create_token USERNAME)",
+            }
+        )
