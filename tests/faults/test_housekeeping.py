@@ -16,7 +16,8 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from mining.models import Document, ImportJob, JobStatus
-from mining.services.imports import import_execute
+from mining.services.imports import import_execute, import_retry
+from mining.services.jobs import JobStateError
 
 from .conftest import DATA
 
@@ -138,13 +139,17 @@ def test_cleanup_uploads_on_a_fresh_install_does_nothing(settings):
 
 
 def test_running_an_ended_upload_job_again_says_the_upload_is_gone(staff_client, settings):
-    """The lead's job base can retry a failed job; an upload's files are gone by then, and the job says so."""
+    """A failed job is not run again by a second delivery of its task; a retry is refused once its upload is gone,
+    naming the file as it was uploaded."""
     _post(staff_client, "mine.tsv", b"bad line\n", src_lang="en", tgt_lang="fr")
     job = import_execute(job=ImportJob.objects.get())
     assert job.status == JobStatus.FAILED and _uploads(settings) == []
+    error = job.error
     again = import_execute(job=job)
-    assert again.status == JobStatus.FAILED
+    assert (again.status, again.error) == (JobStatus.FAILED, error)
+    with pytest.raises(JobStateError) as refused:
+        import_retry(job=job)
     assert (
-        again.error
-        == "file 'mine.tsv': no such file or folder (an upload is removed when its import ends: upload it again)"
+        str(refused.value) == f"import {job.pk} cannot be retried: its input is gone (mine.tsv); upload the files again"
     )
+    assert "/" not in str(refused.value)
