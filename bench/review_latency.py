@@ -20,8 +20,8 @@ def fill(n: int) -> None:
     """A corpus with n source and n target sentences and a run with n candidates, written with COPY (once)."""
     from django.db import transaction
 
-    from mining.models import Corpus, Document, MiningRun, RunKind, Sentence, SentencePairCandidate
     from mining.db.bulk import copy_rows, reserve_ids
+    from mining.models import Corpus, Document, MiningRun, RunKind, Sentence, SentencePairCandidate
 
     if SentencePairCandidate.objects.filter(run__name=f"bench-{n}").count() == n:
         return

@@ -21,6 +21,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
+
 @pytest.fixture(scope="package")
 def browser() -> Iterator:
     """One Chromium for the browser tests; it closes (and its event loop ends) when they are done."""
