@@ -40,7 +40,7 @@ def import_corpus_task(self, job_id: int) -> dict:
 
 
 def _shard(run_id: int, stage: str, shard_no: int) -> dict:
-    from .services.sharded_runs import shard_task_body
+    from .services.shards import shard_task_body
 
     return shard_task_body(run_id, stage, shard_no)
 

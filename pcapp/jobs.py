@@ -60,7 +60,7 @@ def execute_run(self, run_id: int) -> dict:
     to the workers as stages of shard tasks; every other kind runs here, in this task."""
     run = MiningRun.objects.get(pk=run_id)
     if run.kind == RunKind.SENTENCE:
-        from mining.services.sharded_runs import sharded_run_start
+        from mining.services.shards import sharded_run_start
 
         return sharded_run_start(run=run, task_id=self.request.id or "")
     return execute_job(run=run, task_id=self.request.id or "")
@@ -73,7 +73,7 @@ def reap_stalled_jobs() -> dict[str, list[int]]:
 
 def _keeper(stop: threading.Event) -> None:
     """Every quarter lease: keep the distributed runs' leases, re-queue shards of dead workers (sharded_runs_keep)."""
-    from mining.services.sharded_runs import sharded_runs_keep
+    from mining.services.shards import sharded_runs_keep
 
     while not stop.wait(max(0.5, lease_seconds() / 4)):
         try:

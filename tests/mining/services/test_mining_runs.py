@@ -133,21 +133,21 @@ def _pairs(run) -> list[tuple[int, int, float]]:
 @pytest.mark.django_db
 def test_a_run_that_failed_mid_search_resumes_its_done_shards_and_equals_an_uninterrupted_one(settings, monkeypatch):
     from mining.models import RunShard
-    from mining.services import sharded_runs
+    from mining.services.shards import stages
 
     settings.PCAPP_SHARD_ROWS = 5  # 3 shards a side
     corpus = _corpus("mini-resume")
     whole = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
     execute_job(run=whole)
 
-    search = sharded_runs.STAGE_FN["search"]
+    search = stages.STAGE_FN["search"]
 
     def dies_on_shard_4(ctx, shard_no, shard_id):
         if shard_no == 4:
             raise RuntimeError("worker lost")
         return search(ctx, shard_no, shard_id)
 
-    monkeypatch.setitem(sharded_runs.STAGE_FN, "search", dies_on_shard_4)
+    monkeypatch.setitem(stages.STAGE_FN, "search", dies_on_shard_4)
     run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
     execute_job(run=run)
     run.refresh_from_db()
@@ -156,7 +156,7 @@ def test_a_run_that_failed_mid_search_resumes_its_done_shards_and_equals_an_unin
     assert {s for (s,) in RunShard.objects.filter(pk__in=done).values_list("stage")} == {"plan", "embed", "search"}
     assert 0 < run.progress < 1
 
-    monkeypatch.setitem(sharded_runs.STAGE_FN, "search", search)
+    monkeypatch.setitem(stages.STAGE_FN, "search", search)
     run_retry(run=run)
     execute_job(run=run)
     run.refresh_from_db()
@@ -193,7 +193,7 @@ def test_ivf_run_over_index_shards_trains_one_quantizer(settings):
 def test_run_delete_frees_rows_and_files(staff_client):
     from mining.models import MiningRun, RunShard
     from mining.services.runs import run_delete
-    from mining.services.sharded_runs import run_dir
+    from mining.services.shards import run_dir
 
     corpus = _corpus("mini-delete")
     run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)

@@ -1,0 +1,230 @@
+"""Executing a shard, and running the stages: dispatched as Celery groups joined by the shard that completes a stage
+(`sharded_run_start`, `shard_task_body`), kept alive by a keeper thread in every worker (`sharded_runs_keep`), or
+one after the other in this process (`run_inline`)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from django.db.models import Max
+from django.utils import timezone
+
+from pcapp.celery import app as celery_app
+
+from ...models import JobStatus, MiningRun, RunKind, RunShard
+from ..jobs import job_mark_failed, lease_seconds
+from ..params import SentenceRunParams
+from ..progress import JobCancelled, ProgressReporter
+from .context import Ctx
+from .plan import STAGES, run_dir
+from .rows import (
+    current_stage,
+    done_count,
+    plan_of,
+    record_stage_timing,
+    report_progress,
+    run_progress,
+    run_rows,
+    shard_claim,
+    shard_done,
+    shard_release,
+    stage_counts,
+    todo_shards,
+)
+from .stages import STAGE_FN
+
+logger = logging.getLogger(__name__)
+
+# Which queue (pcapp/queues.py) takes each stage's shards, and the task name routed to it (settings.CELERY_TASK_ROUTES).
+STAGE_QUEUE = {
+    "plan": "io",
+    "embed": "embed",
+    "train": "index",
+    "index": "index",
+    "search": "search",
+    "score": "io",
+    "filter": "io",
+    "write": "io",
+    "finish": "io",
+}
+SHARD_TASK = {queue: f"mining.shard_{queue}" for queue in ("embed", "index", "search", "io")}
+
+
+def shard_execute(run_id: int, stage: str, shard_no: int, *, reporter: ProgressReporter | None = None) -> str:
+    """Do one shard of a run, unless it is done or held by a live worker; returns what happened.
+
+    With `reporter` (the in-process path: this process holds the whole run) the shard is taken from any holder and
+    an error propagates; without it (a Celery shard task) the shard holds its own lease, an error fails the run.
+    """
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}")
+    run = MiningRun.objects.select_related("encoder", "src_corpus", "tgt_corpus").get(pk=run_id)
+    if run.status != JobStatus.RUNNING:
+        return "skipped"
+    state, shard_id = shard_claim(run_id, stage, shard_no, force=reporter is not None)
+    if state != "claimed":
+        return state
+    t0 = time.perf_counter()
+    rows = run_rows(run_id)
+    own = None
+    try:
+        if reporter is None:
+            own = ProgressReporter(MiningRun, run_id, lease_seconds=lease_seconds(), shard=(RunShard, shard_id))
+        rep = reporter or own
+        assert rep is not None
+        ctx = Ctx(
+            run=run,
+            params=SentenceRunParams.from_dict(run.params),
+            plan=plan_of(rows),
+            folder=run_dir(run_id),
+            check=lambda: rep.update(),
+        )
+        result = STAGE_FN[stage](ctx, shard_no, shard_id)
+        result["seconds"] = round(time.perf_counter() - t0, 3)
+        if stage != "write":  # a write shard is marked done in its COPY's transaction
+            shard_done(shard_id, result)
+    except JobCancelled:
+        shard_release(shard_id)
+        if reporter is not None:
+            raise
+        job_mark_failed(job=run, error="cancelled by user", cancelled=True)
+        return "cancelled"
+    except Exception as exc:
+        shard_release(shard_id)
+        if reporter is not None:
+            raise
+        job_mark_failed(job=run, error=f"{stage} shard {shard_no}: {type(exc).__name__}: {exc}")
+        logger.exception("run %s: %s shard %s failed", run_id, stage, shard_no)
+        return "failed"
+    finally:
+        if own is not None:
+            own.close()
+    rows = run_rows(run_id)
+    report_progress(run_id, rows)
+    return "done"
+
+
+def _after_shard(run_id: int, stage: str) -> None:
+    """A shard task finished: if its stage is complete, move the run on (one winner) and dispatch the next stage."""
+    rows = run_rows(run_id)
+    nxt = current_stage(rows)
+    if nxt == stage or nxt is None:
+        return
+    if MiningRun.objects.filter(pk=run_id, status=JobStatus.RUNNING, stage=stage).update(stage=nxt):
+        record_stage_timing(run_id, rows, stage)
+        _dispatch_stage(run_id, rows, nxt)
+
+
+def shard_task_body(run_id: int, stage: str, shard_no: int) -> dict:
+    """What the Celery shard task does: the shard, then the stage's join."""
+    outcome = shard_execute(run_id, stage, shard_no)
+    if outcome in ("done",):
+        try:
+            _after_shard(run_id, stage)
+        except Exception:  # the broker went away: the keeper re-dispatches the stage later
+            logger.exception("run %s: could not dispatch after %s shard %s", run_id, stage, shard_no)
+    return {"run_id": run_id, "stage": stage, "shard": shard_no, "outcome": outcome}
+
+
+def _dispatch_stage(run_id: int, rows: dict[tuple[str, int], dict], stage: str) -> list[int]:
+    """Send the unfinished, unheld shards of `stage` as one Celery group to the stage's queue."""
+    from celery import group
+
+    todo = todo_shards(rows, stage)
+    report_progress(run_id, rows, stage)
+    if todo:
+        task = SHARD_TASK[STAGE_QUEUE[stage]]
+        group(celery_app.signature(task, args=(run_id, stage, n)) for n in todo).apply_async()
+        logger.info("run %s: dispatched %s shards %s", run_id, stage, todo)
+    return todo
+
+
+def run_kick(run_id: int) -> tuple[str | None, list[int]]:
+    """Re-plan a distributed run from its rows: set its current stage and dispatch that stage's missing shards.
+
+    Safe to call any time (start, retry, a keeper that saw the run stop moving): shards already done or held are
+    not sent again, and a shard sent twice runs once."""
+    rows = run_rows(run_id)
+    stage = current_stage(rows)
+    if stage is None:
+        return None, []
+    MiningRun.objects.filter(pk=run_id, status=JobStatus.RUNNING).update(stage=stage)
+    return stage, _dispatch_stage(run_id, rows, stage)
+
+
+def sharded_run_start(*, run: MiningRun, task_id: str = "") -> dict:
+    """Take a pending (or stalled) run for the workers and dispatch its first unfinished stage."""
+    from ..runs import run_mark_started
+
+    if not run_mark_started(run=run, task_id=task_id):
+        return {"run_id": run.pk, "status": run.status}
+    MiningRun.objects.filter(pk=run.pk).update(
+        stats={**run.stats, "distributed": True}, lease_owner="workers", progress=0.0
+    )
+    try:
+        stage, sent = run_kick(run.pk)
+    except Exception as exc:
+        job_mark_failed(job=run, error=exc)
+        return {"run_id": run.pk, "status": "failed", "error": str(exc)}
+    return {"run_id": run.pk, "status": "running", "stage": stage, "dispatched": len(sent)}
+
+
+def _distributed_running() -> Any:
+    return MiningRun.objects.filter(status=JobStatus.RUNNING, kind=RunKind.SENTENCE, stats__distributed=True)
+
+
+_last_kick: dict[int, float] = {}
+
+
+def sharded_runs_keep() -> dict[str, list]:
+    """One round of the keeper every worker runs (every quarter lease): renew the leases of the running distributed
+    runs (a live worker will get to their queued shards), re-queue shards whose holder's lease expired, and
+    re-dispatch the current stage of a run none of whose shards started or finished for two leases."""
+    lease = lease_seconds()
+    now = timezone.now()
+    requeued: list = []
+    kicked: list = []
+    for run_id in list(_distributed_running().values_list("pk", flat=True)):
+        MiningRun.objects.filter(pk=run_id, status=JobStatus.RUNNING).update(
+            lease_expires_at=now + timezone.timedelta(seconds=lease)
+        )
+        dead = list(
+            RunShard.objects.filter(run_id=run_id, finished_at__isnull=True, lease_expires_at__lt=now)
+            .exclude(lease_owner="")
+            .values_list("pk", "stage", "shard_no", "lease_owner")
+        )
+        for pk, stage, shard_no, owner in dead:
+            if RunShard.objects.filter(pk=pk, finished_at__isnull=True, lease_expires_at__lt=now).update(
+                lease_owner="", lease_expires_at=None
+            ):
+                logger.warning("run %s: %s shard %s lost its holder %s; re-queued", run_id, stage, shard_no, owner)
+                celery_app.send_task(SHARD_TASK[STAGE_QUEUE[stage]], args=(run_id, stage, shard_no))
+                requeued.append((run_id, stage, shard_no))
+        last = RunShard.objects.filter(run_id=run_id).aggregate(s=Max("started_at"), f=Max("finished_at"))
+        latest = max((t for t in (last["s"], last["f"]) if t is not None), default=None)
+        idle = latest is None or (now - latest).total_seconds() > 2 * lease
+        if idle and time.monotonic() - _last_kick.get(run_id, 0.0) > 2 * lease:
+            _last_kick[run_id] = time.monotonic()
+            stage, sent = run_kick(run_id)
+            if sent:
+                kicked.append((run_id, stage, sent))
+    return {"requeued": requeued, "kicked": kicked}
+
+
+def run_inline(run: MiningRun, reporter: ProgressReporter) -> dict:
+    """Execute every stage's shards one after the other in this process (which holds the run); returns the stats."""
+    while True:
+        rows = run_rows(run.pk)
+        stage = current_stage(rows)
+        if stage is None:
+            break
+        todo = todo_shards(rows, stage, include_held=True)
+        reporter.update(stage=stage, done=done_count(rows, stage), total=stage_counts(rows)[stage] or 0, force=True)
+        for n in todo:
+            shard_execute(run.pk, stage, n, reporter=reporter)
+            reporter.update(done=done_count(run_rows(run.pk), stage), progress=run_progress(run_rows(run.pk)))
+        record_stage_timing(run.pk, run_rows(run.pk), stage)
+    finish = RunShard.objects.get(run_id=run.pk, stage="finish", shard_no=0)
+    return dict(finish.result["stats"])

@@ -1,0 +1,156 @@
+"""The vector stages of a sentence run (plan, embed, [IVF: train, index], search) and the table of every stage's
+shard function (`STAGE_FN`, which the candidate stages complete)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import faiss
+import numpy as np
+from django.conf import settings
+
+from ...core.knn.shards import (
+    IVF_TRAIN_PER_LIST,
+    ivf_assign,
+    ivf_fill_shard,
+    ivf_nlist,
+    ivf_search_shard,
+    ivf_train,
+    merge_topk,
+    search_exact_shard,
+)
+from ...core.margin import neighbourhood_means
+from ...models import MiningRun
+from ..embeddings import embeddings_dir, load_shard, save_shard, shard_path, side_sentences
+from ..encoders import encoder_default, load_encoder
+from .candidates import CANDIDATE_STAGE_FN
+from .context import Ctx, sentence_texts, side_corpus, side_embedding, side_ids
+from .plan import Plan, ShardError, save_npy, save_npz, write_atomic
+
+IVF_SEED = 0
+
+
+def _stage_plan(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
+    run = ctx.run
+    if run.encoder is None:
+        MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
+        run.refresh_from_db()
+    src = side_sentences(run.src_corpus, run.src_lang)
+    tgt = side_sentences(run.tgt_corpus, run.tgt_lang)
+    if len(src) == 0 or len(tgt) == 0:
+        raise ValueError(
+            f"nothing to mine: {len(src)} '{run.src_lang}' sentences in {run.src_corpus}, "
+            f"{len(tgt)} '{run.tgt_lang}' sentences in {run.tgt_corpus}"
+        )
+    for side, ids in (("src", src.ids), ("tgt", tgt.ids)):
+        write_atomic(ctx.folder / "plan" / f"{side}_ids.npy", lambda tmp, ids=ids: save_npy(tmp, ids))
+    plan = Plan(
+        n_src=len(src),
+        n_tgt=len(tgt),
+        shard_rows=int(settings.PCAPP_SHARD_ROWS),
+        chunk_rows=int(settings.PCAPP_CANDIDATE_CHUNK_ROWS),
+        knn=ctx.params.knn.value,
+        encoder_id=run.encoder_id,
+    )
+    return {"plan": plan.__dict__}
+
+
+def _stage_embed(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
+    plan = ctx.need_plan
+    n_src = len(plan.src_shards)
+    side, j = ("src", shard_no) if shard_no < n_src else ("tgt", shard_no - n_src)
+    start, stop = (plan.src_shards if side == "src" else plan.tgt_shards)[j]
+    ids = side_ids(ctx, side)[start:stop]
+    corpus, lang = side_corpus(ctx, side)
+    folder = embeddings_dir(corpus, ctx.run.encoder, lang)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = shard_path(folder, j)
+    if load_shard(path, ids) is not None:
+        return {"side": side, "rows": int(len(ids)), "cached": True}
+    found = sentence_texts(ids)
+    missing = [int(i) for i in ids if int(i) not in found]
+    if missing:
+        raise ShardError(f"{len(missing)} sentences of the plan were deleted (e.g. id {missing[0]}); start a new run")
+    ctx.check()
+    encoder = load_encoder(ctx.run.encoder)
+    save_shard(path, ids, np.asarray(encoder.encode([found[int(i)][0] for i in ids], lang), dtype=np.float32))
+    return {"side": side, "rows": int(len(ids)), "cached": False}
+
+
+def _stage_train(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
+    plan = ctx.need_plan
+    nlist = ivf_nlist(max(1, min(plan.n_src, plan.n_tgt)))
+    want = IVF_TRAIN_PER_LIST * nlist
+    rng = np.random.default_rng(IVF_SEED)
+    parts = []
+    for side, n, shards, take in (
+        ("src", plan.n_src, plan.src_shards, min(plan.n_src, want // 2)),
+        ("tgt", plan.n_tgt, plan.tgt_shards, min(plan.n_tgt, want - min(plan.n_src, want // 2))),
+    ):
+        rows = np.sort(rng.choice(n, take, replace=False))
+        for j, (start, stop) in enumerate(shards):
+            sel = rows[(rows >= start) & (rows < stop)] - start
+            if len(sel):
+                parts.append(side_embedding(ctx, side, j)[sel])
+            ctx.check()
+    index = ivf_train(np.concatenate(parts), nlist, seed=IVF_SEED)
+    write_atomic(ctx.folder / "ivf" / "trained.index", lambda tmp: faiss.write_index(index, str(tmp)))
+    return {"nlist": int(index.nlist), "sample": int(sum(len(p) for p in parts))}
+
+
+def _index_side(plan: Plan, shard_no: int) -> tuple[str, int]:
+    """Index shard n: the target side's shards first (searched by source queries), then the source side's."""
+    n_tgt = len(plan.tgt_shards)
+    return ("tgt", shard_no) if shard_no < n_tgt else ("src", shard_no - n_tgt)
+
+
+def _stage_index(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
+    plan = ctx.need_plan
+    side, j = _index_side(plan, shard_no)
+    start, _ = (plan.src_shards if side == "src" else plan.tgt_shards)[j]
+    trained = faiss.read_index(str(ctx.folder / "ivf" / "trained.index"))
+    index = ivf_fill_shard(trained, side_embedding(ctx, side, j), start)
+    write_atomic(ctx.folder / "ivf" / f"{side}-{j:05d}.index", lambda tmp: faiss.write_index(index, str(tmp)))
+    return {"side": side, "rows": int(index.ntotal)}
+
+
+def _search_dir(plan: Plan, shard_no: int) -> tuple[str, int, str]:
+    """Search shard n: (direction, query shard, query side); source query shards first."""
+    n_src = len(plan.src_shards)
+    return ("fwd", shard_no, "src") if shard_no < n_src else ("bwd", shard_no - n_src, "tgt")
+
+
+def _stage_search(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
+    plan = ctx.need_plan
+    direction, j, q_side = _search_dir(plan, shard_no)
+    b_side = "tgt" if q_side == "src" else "src"
+    queries = side_embedding(ctx, q_side, j)
+    base_shards = plan.tgt_shards if b_side == "tgt" else plan.src_shards
+    n_base = plan.n_tgt if b_side == "tgt" else plan.n_src
+    k = min(ctx.params.k, n_base)
+    parts = []
+    assign = None
+    if plan.ivf:  # the queries' lists under the shared quantizer, once for every index shard
+        assign = ivf_assign(faiss.read_index(str(ctx.folder / "ivf" / "trained.index")), queries, ctx.params.nprobe)
+    for b, (start, _) in enumerate(base_shards):
+        ctx.check()
+        if plan.ivf:
+            index = faiss.read_index(str(ctx.folder / "ivf" / f"{b_side}-{b:05d}.index"))
+            parts.append(ivf_search_shard(index, queries, k, ctx.params.nprobe, assign=assign))
+            del index
+        else:
+            parts.append(search_exact_shard(queries, side_embedding(ctx, b_side, b), k, start))
+    sims, ids = merge_topk(parts, k)
+    mean = neighbourhood_means(np.where(ids >= 0, sims, -np.inf), k)
+    save_npz(ctx.folder / "search" / f"{direction}-{j:05d}.npz", sims=sims, ids=ids, mean=mean)
+    return {"direction": direction, "rows": int(len(queries)), "index_shards": len(base_shards)}
+
+
+STAGE_FN: dict[str, Callable[[Ctx, int, int], dict]] = {
+    "plan": _stage_plan,
+    "embed": _stage_embed,
+    "train": _stage_train,
+    "index": _stage_index,
+    "search": _stage_search,
+    **CANDIDATE_STAGE_FN,
+}
