@@ -1,19 +1,61 @@
-"""Candidates API: a run's candidates in rank order, filtered, cursor-paginated on (run, rank)."""
+"""Candidates API: a run's candidates in rank order, filtered, cursor-paginated on (run, rank): sentence pairs, or a
+document run's document pairs (ids, titles, URLs, score, rank, evidence)."""
 
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
+from rest_framework import serializers
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from pcapp.permissions import IsReviewer
+from pcapp.permissions import CanSeeRunResults
 
-from ..models import MiningRun
+from ..models import Document, DocumentPairCandidate, MiningRun, RunKind
 from ..selectors import candidate_queryset, run_get
 from .serializers import CandidateFilterIn, CandidateOut
+
+
+class DocumentOut(serializers.ModelSerializer):
+    class Meta:
+        model = Document
+        fields = ["id", "lang", "external_id", "title", "url", "n_sentences"]
+
+
+class DocumentCandidateOut(serializers.ModelSerializer):
+    """A document run's candidate pair; `evidence` says what scored it (for rerank: each stage's rank)."""
+
+    src = DocumentOut(read_only=True)
+    tgt = DocumentOut(read_only=True)
+    n_good = serializers.IntegerField(read_only=True)
+    n_bad = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = DocumentPairCandidate
+        fields = [
+            "id",
+            "rank",
+            "score",
+            "cosine",
+            "confidence",
+            "strategy",
+            "filter_reason",
+            "src",
+            "tgt",
+            "n_good",
+            "n_bad",
+            "evidence",
+        ]
+
+
+RunCandidateOut = PolymorphicProxySerializer(
+    component_name="RunCandidate",
+    serializers=[CandidateOut, DocumentCandidateOut],
+    resource_type_field_name=None,
+    many=True,
+)
 
 
 class CandidatePagination(CursorPagination):
@@ -25,9 +67,9 @@ class CandidatePagination(CursorPagination):
 class CandidateListApi(APIView):
     """Filter by score band, pre-filter reason, label state and text; one query per page at any table size."""
 
-    permission_classes = [IsReviewer]
+    permission_classes = [CanSeeRunResults]
 
-    @extend_schema(parameters=[CandidateFilterIn], responses=CandidateOut(many=True))
+    @extend_schema(parameters=[CandidateFilterIn], responses=RunCandidateOut)
     def get(self, request: Request, pk: int) -> Response:
         try:
             run = run_get(pk=pk)
@@ -38,4 +80,5 @@ class CandidateListApi(APIView):
         qs = candidate_queryset(run=run, filters=filters.validated_data)
         paginator = CandidatePagination()
         page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(CandidateOut(page, many=True).data)
+        out = DocumentCandidateOut if run.kind == RunKind.DOCUMENT else CandidateOut
+        return paginator.get_paginated_response(out(page, many=True).data)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from django.db import transaction
-from django.http import Http404
+from django.http import Http404, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import status
@@ -15,8 +14,7 @@ from pcapp.permissions import IsStaff
 
 from ..models import MiningRun
 from ..selectors import run_get
-from ..services.export import ExportFormat, KeepMode, KeepRule, export_file_path, export_files
-from ..views.export import stream_response
+from ..services.export import ExportFormat, KeepMode, KeepRule, export_download, export_enqueue, export_files
 from .serializers import ExportFileOut, ExportIn
 
 
@@ -41,20 +39,18 @@ class RunExportApi(APIView):
         data = ExportIn(data=request.query_params)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        return stream_response(run=_run(pk), rule=_rule(d), fmt=ExportFormat(d["fmt"]), side=d["side"])
+        download = export_download(run=_run(pk), rule=_rule(d), fmt=ExportFormat(d["fmt"]), side=d["side"])
+        response = StreamingHttpResponse(download.chunks, content_type=download.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
+        return response
 
     @extend_schema(request=ExportIn, responses={202: ExportFileOut})
     def post(self, request: Request, pk: int) -> Response:
-        from ..tasks import export_run
-
         run = _run(pk)
         data = ExportIn(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        path = export_file_path(run=run, rule=_rule(d), fmt=ExportFormat(d["fmt"]))
-        transaction.on_commit(
-            lambda: export_run.delay(run.pk, d["fmt"], d["keep"], d["threshold"], d["include_filtered"])
-        )
+        path = export_enqueue(run=run, rule=_rule(d), fmt=ExportFormat(d["fmt"]))
         url = reverse("run-export-download", args=[run.pk, path.name])
         return Response({"name": path.name, "size": 0, "url": url}, status=status.HTTP_202_ACCEPTED)
 

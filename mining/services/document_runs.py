@@ -17,22 +17,27 @@ from django.conf import settings
 from django.db import transaction
 
 from ..core.align import AlignConfig, align, sentence_pairs
-from ..core.candidates import Strategy, mine_candidates
+from ..core.candidates import Strategy
+from ..core.doc_evaluation import selection_figures
 from ..core.docembed import (
     DocumentBow,
     DocumentEmbedder,
     Documents,
     Hide,
     SentenceAvg,
-    Side,
     document_bow_config,
     train_document_bow,
 )
+from ..core.docfilter import DEFAULT_THRESHOLDS, PrefilterThresholds, document_stats
 from ..core.docmatch import HideConfig, HideModel, HideValidation, train_hide
-from ..core.docvote import VoteForm, aligned_sentence_count, document_positions, sentence_vote
+from ..core.docmethod import DocMethod
+from ..core.docrerank import DEFAULT_WEIGHT as DEFAULT_RERANK_WEIGHT
+from ..core.docrun import Confidence, DocMatchConfig, DocumentMatch
+from ..core.docrun import match_documents as core_match
+from ..core.docvote import VoteForm
 from ..core.encoders.dan import DanConfig
-from ..core.knn import knn_both, knn_method_for, knn_search
 from ..core.margin import Margin
+from ..db.bulk import copy_rows
 from ..models import (
     Artefact,
     ArtefactKind,
@@ -44,15 +49,89 @@ from ..models import (
     Sentence,
     SentencePairCandidate,
 )
-from ..db.bulk import copy_rows
 from .embeddings import embed_side
 from .encoders import artefact_path, encoder_default, load_encoder
 from .progress import ProgressReporter
 from .runs import run_record_timing
-from .vote_calibration import VoteCalibration, vote_calibration
+from .vote_calibration import vote_calibration
 
-METHODS = ("sentence_avg", "hide", "bow", "sentence_vote", "count")
 DOC_MODELS = ("hide", "bow")  # TRAIN_DOC_MODEL's params.model; also the artefact names
+
+# A document run's parameters and their defaults, read and checked by `document_run_params` alone (until a typed
+# parameter object per run kind replaces both). Integer parameters' bounds:
+_BOUNDS = {"k": (1, 100), "neighbours": (1, 100), "top_n": (1, 200)}
+DOCUMENT_RUN_DEFAULTS = {
+    "method": DocMethod.RERANK,  # retrieve with HiDE (Sentence-Avg without a model), pre-filter, re-rank with votes
+    "k": 4,  # margin neighbourhood
+    "margin": Margin.RATIO,
+    "strategy": Strategy.MAX_SCORE,
+    "threshold": None,  # on the margin score
+    "neighbours": 10,  # sentence kNN width N of the vote and the count
+    "w1": 5.0,
+    "w2": -2.0,
+    "vote_form": VoteForm.COUNTED,
+    "top_n": 10,  # RERANK: targets retrieved per source document (and sources per target)
+    "rerank_weight": None,  # RERANK: the vote's share of the combined score; None: learnt on gold pairs, else 0.5
+    "prefilter": True,  # the Afli et al. pre-filter: RERANK prunes with it; other methods mark failing pairs
+    "learn_share": 0.5,  # share of the corpus's gold document pairs the run may learn from (the rest evaluate it)
+    "seed": 0,
+    "doc_model": None,  # a document-model artefact id (HiDE / Document BoW); None: the pair's latest
+    "calibrated_f1": True,  # the vote's f1 from the pair's calibration model when one fits
+}
+
+
+def document_run_params(params: dict) -> dict:
+    """A document run's parameters with every default filled in and every value checked and typed (method a
+    `DocMethod`, margin a `Margin`, ...); ValueError naming the parameter otherwise."""
+    p = {**DOCUMENT_RUN_DEFAULTS, **{k: v for k, v in params.items() if v is not None or k == "threshold"}}
+    p["method"] = DocMethod.parse(p["method"])
+    for name, enum_type in (("margin", Margin), ("strategy", Strategy), ("vote_form", VoteForm)):
+        try:
+            p[name] = enum_type(p[name])
+        except ValueError:
+            known = ", ".join(m.value for m in enum_type)
+            raise ValueError(f"unknown {name} '{p[name]}' (known: {known})") from None
+    for name, (lo, hi) in _BOUNDS.items():
+        if isinstance(p[name], bool) or not isinstance(p[name], int | float) or int(p[name]) != p[name]:
+            raise ValueError(f"{name} must be an integer, got {p[name]!r}")
+        if not lo <= p[name] <= hi:
+            raise ValueError(f"{name} must be between {lo} and {hi}, got {p[name]}")
+        p[name] = int(p[name])
+    for name in ("w1", "w2", "learn_share") + (("threshold",) if p["threshold"] is not None else ()):
+        try:
+            p[name] = float(p[name])
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number, got {p[name]!r}") from None
+    if not 0.0 <= p["learn_share"] <= 1.0:
+        raise ValueError(f"learn_share must be between 0 and 1, got {p['learn_share']}")
+    if p["rerank_weight"] is not None:
+        p["rerank_weight"] = float(p["rerank_weight"])
+        if not 0.0 <= p["rerank_weight"] <= 1.0:
+            raise ValueError(f"rerank_weight must be between 0 and 1, got {p['rerank_weight']}")
+    for name in ("prefilter", "calibrated_f1"):
+        if not isinstance(p[name], bool):
+            raise ValueError(f"{name} must be true or false, got {p[name]!r}")
+    if isinstance(p["seed"], bool) or not isinstance(p["seed"], int):
+        raise ValueError(f"seed must be an integer, got {p['seed']!r}")
+    return p
+
+
+def match_config(p: dict, *, prefilter: PrefilterThresholds = DEFAULT_THRESHOLDS) -> DocMatchConfig:
+    """The core's settings from `document_run_params`' output."""
+    return DocMatchConfig(
+        k=p["k"],
+        margin=p["margin"],
+        strategy=p["strategy"],
+        threshold=p["threshold"],
+        neighbours=p["neighbours"],
+        w1=p["w1"],
+        w2=p["w2"],
+        vote_form=p["vote_form"],
+        top_n=p["top_n"],
+        rerank_weight=DEFAULT_RERANK_WEIGHT if p["rerank_weight"] is None else p["rerank_weight"],
+        prefilter=prefilter if p["prefilter"] else None,
+        ranked=3,
+    )
 
 
 def check_doc_model_params(model: str, params: dict) -> None:
@@ -74,6 +153,10 @@ class DocSide:
     positions: np.ndarray  # (n_sents,)
     texts: list[str]
     detected: list[str]
+
+    def documents(self, emb: np.ndarray | None) -> Documents:
+        """The core's view of this side (texts may be absent: `texts=[]`, as bench/document_speed.py builds)."""
+        return Documents(self.offsets, self.texts or None, emb)
 
 
 def doc_side(corpus: Corpus, lang: str) -> DocSide:
@@ -117,43 +200,103 @@ def _embed(run: MiningRun, corpus: Corpus, lang: str, side: DocSide, reporter: P
     )
 
 
-def _doc_model(run: MiningRun, name: str) -> HideModel | DocumentBow:
+def _doc_model_artefact(run: MiningRun, name: str, *, required: bool = True) -> Artefact | None:
     """The run's document model `name` ("hide" or "bow"): params.doc_model (an artefact id), else the latest one
-    trained for the run's language pair."""
+    trained for the run's language pair (HiDE: over the run's sentence encoder). None when not `required`."""
     label = {"hide": "HiDE", "bow": "Document BoW"}[name]
-    models = Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name=name)
-    artefact = (
-        models.filter(pk=run.params["doc_model"]).first()
-        if run.params.get("doc_model")
-        else models.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).order_by("-version").first()
-    )
-    if artefact is None:
+    models = Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name=name).select_related("trained_on")
+    asked = run.params.get("doc_model")
+    if asked:
+        artefact = models.filter(pk=asked).first()
+    else:
+        latest = models.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang)
+        if name == "hide" and not required:  # RERANK's optional retrieval model must read this run's embeddings
+            latest = latest.filter(params__encoder=run.encoder_id)
+        artefact = latest.order_by("-version").first()
+    if artefact is None and required:
         raise ValueError(
             f"no trained {label} model for {run.src_lang}-{run.tgt_lang}"
-            f"{' with id ' + str(run.params['doc_model']) if run.params.get('doc_model') else ''}: "
-            f"train one first (manage.py match_documents --method {name} --train)"
+            f"{' with id ' + str(asked) if asked else ''}: "
+            f"train one first (manage.py match_documents --method {name} --train --train-corpus OTHER)"
         )
-    if name == "bow":
+    return artefact
+
+
+def _load_doc_model(artefact: Artefact) -> DocumentEmbedder:
+    if artefact.name == "bow":
         return DocumentBow.load(artefact_path(artefact), threads=settings.PCAPP_COMPUTE_THREADS)
-    return HideModel.load(artefact_path(artefact))
+    return Hide(HideModel.load(artefact_path(artefact)))
+
+
+def _model_record(artefact: Artefact | None, run: MiningRun) -> dict:
+    """What the run's stats say about its document model, labelled when it was trained on the corpus being matched."""
+    if artefact is None:
+        return {}
+    same = artefact.trained_on_id is not None and artefact.trained_on_id in (run.src_corpus_id, run.tgt_corpus_id)
+    record = {
+        "doc_model": {
+            "id": artefact.pk,
+            "name": artefact.name,
+            "version": artefact.version,
+            "trained_on": str(artefact.trained_on) if artefact.trained_on else "",
+            "trained_on_this_corpus": same,
+        }
+    }
+    if same:  # shown on the run page beside the figures
+        record["doc_model_warning"] = (
+            f"{artefact.name} v{artefact.version} was trained on this corpus's gold document pairs: "
+            "its pairs say nothing about new documents"
+        )
+    return record
+
+
+def _embedder_for(p: dict, run: MiningRun) -> tuple[DocumentEmbedder | None, Artefact | None]:
+    """The method's document embedder and its artefact: HiDE / BoW need theirs; RERANK retrieves with HiDE when the
+    language pair has one over this encoder, else with Sentence-Avg."""
+    method = p["method"]
+    if method.needs_model:
+        artefact = _doc_model_artefact(run, method.value)
+        return _load_doc_model(artefact), artefact
+    if method is DocMethod.RERANK:
+        artefact = _doc_model_artefact(run, "hide", required=False)
+        return (_load_doc_model(artefact), artefact) if artefact else (SentenceAvg(), None)
+    return (SentenceAvg(), None) if method is DocMethod.SENTENCE_AVG else (None, None)
+
+
+def _gold_split(
+    run: MiningRun, p: dict, src: DocSide, tgt: DocSide, model: Artefact | None
+) -> tuple[dict[int, int], dict[int, int], str]:
+    """The corpus's gold document pairs as (learn, evaluate) dicts of source index -> target index, and a note.
+
+    A seeded `learn_share` of them may tune the run (pre-filter thresholds, the vote's weight); the rest measure
+    it. When the document model was trained on this corpus, every gold pair of the pair of languages trained it and
+    none is left to measure the run fairly."""
+    s_index = {int(d): i for i, d in enumerate(src.doc_ids)}
+    t_index = {int(d): i for i, d in enumerate(tgt.doc_ids)}
+    gold = sorted(
+        {
+            (s_index[s], t_index[t])
+            for s, t in gold_doc_pairs(run.src_corpus, run.src_lang, run.tgt_lang)
+            if s in s_index and t in t_index
+        }
+    )
+    gold = list(dict(gold).items())  # one gold target per source document
+    if not gold:
+        return {}, {}, "no gold document pairs"
+    order = np.random.default_rng([p["seed"], 17]).permutation(len(gold))
+    n_learn = int(round(p["learn_share"] * len(gold)))
+    learn = dict(gold[i] for i in order[:n_learn])
+    evaluate = dict(gold[i] for i in order[n_learn:])
+    if _model_record(model, run).get("doc_model", {}).get("trained_on_this_corpus"):
+        return learn, {}, "the document model was trained on this corpus's gold pairs: none is held out"
+    return learn, evaluate, f"{len(evaluate)} held-out gold pairs ({len(learn)} others may tune the run)"
 
 
 def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Match documents of run.src_lang to documents of run.tgt_lang with the method in run.params."""
-    params = {
-        "method": "hide",
-        "k": 4,
-        "margin": "ratio",
-        "strategy": "max_score",
-        "neighbours": 10,
-        "w1": 5.0,
-        "w2": -2.0,
-        "vote_form": VoteForm.COUNTED.value,
-        **run.params,
-    }
-    if params["method"] not in METHODS:
-        raise ValueError(f"unknown document method '{params['method']}' (known: {', '.join(METHODS)})")
-    if run.encoder is None:
+    p = document_run_params(run.params)
+    method = p["method"]
+    if run.encoder is None and method.reads_sentence_embeddings:
         MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
         run.refresh_from_db()
     src, tgt = doc_side(run.src_corpus, run.src_lang), doc_side(run.tgt_corpus, run.tgt_lang)
@@ -161,8 +304,9 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
         raise ValueError(
             f"nothing to match: {len(src.doc_ids)} '{run.src_lang}' and {len(tgt.doc_ids)} '{run.tgt_lang}' documents"
         )
+    embedder, artefact = _embedder_for(p, run)
     s_emb = t_emb = None  # Document BoW reads the words, not sentence embeddings
-    if params["method"] != "bow":
+    if method.reads_sentence_embeddings:
         t0 = time.perf_counter()
         reporter.update(stage="embed-src", done=0, total=len(src.texts), force=True)
         s_emb = _embed(run, run.src_corpus, run.src_lang, src, reporter)
@@ -171,118 +315,88 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
         run_record_timing(run=run, stage="embed", seconds=time.perf_counter() - t0)
     reporter.update(stage="match", force=True)
     t0 = time.perf_counter()
-    vote = vote_calibration(run) if params["method"] == "sentence_vote" else None
-    rows = match(params, src, tgt, s_emb, t_emb, run, vote=vote)
+    learn, evaluate, gold_note = _gold_split(run, p, src, tgt, artefact)
+    uses_vote = method in (DocMethod.SENTENCE_VOTE, DocMethod.RERANK)
+    vote = vote_calibration(run) if uses_vote else None
+    confidence = (lambda sims, ids: vote.f1(s_emb, t_emb, sims, ids)) if vote and vote.model is not None else None
+    result = match(
+        method,
+        src.documents(s_emb),
+        tgt.documents(t_emb),
+        p,
+        embedder=embedder,
+        learn_from=learn,
+        confidence=confidence,
+        f1_label=vote.label if vote else "cosine",
+    )
     run_record_timing(run=run, stage="match", seconds=time.perf_counter() - t0)
-    reporter.update(stage="write", total=len(rows), force=True)
-    written = _write_doc_candidates(run, rows, src.doc_ids, tgt.doc_ids)
+    reporter.update(stage="write", total=len(result), force=True)
+    written = _write_doc_candidates(run, result, src.doc_ids, tgt.doc_ids)
     return {
         "candidates": written,
         "src_documents": int(len(src.doc_ids)),
         "tgt_documents": int(len(tgt.doc_ids)),
+        "method": method.value,
+        **result.stats,
+        **_model_record(artefact, run),
+        "gold": {"note": gold_note, **selection_figures(result, evaluate)},
         **(vote.summary() if vote else {}),
     }
 
 
 def match(
-    params: dict,
-    src: DocSide,
-    tgt: DocSide,
-    s_emb: np.ndarray | None,
-    t_emb: np.ndarray | None,
-    run: MiningRun | None = None,
+    method: DocMethod,
+    src: Documents,
+    tgt: Documents,
+    p: dict,
     *,
-    doc_model: HideModel | DocumentBow | None = None,
-    vote: VoteCalibration | None = None,
-) -> list[tuple[int, int, float, float, str, dict]]:
-    """(src doc index, tgt doc index, cosine, score, strategy, evidence) for the chosen method.
-
-    Sentence-vote uses `vote`'s calibrated confidence as f1 when it has a model, else the normalised cosine.
-    HiDE and Document BoW use `doc_model` when given, else the run's trained model; Document BoW needs no sentence
-    embeddings (`s_emb`, `t_emb` may be None). kNN is exact up to `knn_method_for`'s size (query x base rows), IVF
-    above it: 10k documents x 30 sentences a side is 9e10 pairs, ~1e14 flops exact.
-    """
-    method = params["method"]
-    if method in ("sentence_vote", "count"):
-        k = int(params["neighbours"])
-        sims, ids = knn_search(s_emb, t_emb, min(k, len(t_emb)), method=knn_method_for(len(s_emb), len(t_emb)))
-        tgt_doc_of = np.repeat(np.arange(len(tgt.doc_ids)), np.diff(tgt.offsets))
-        src_doc_of = np.repeat(np.arange(len(src.doc_ids)), np.diff(src.offsets))
-        if method == "count":
-            scores = aligned_sentence_count(ids, src_doc_of, tgt_doc_of, n_tgt_docs=len(tgt.doc_ids))
-        else:
-            form = VoteForm(params.get("vote_form", VoteForm.COUNTED.value))
-            scores = sentence_vote(
-                ids,
-                sims,
-                src_doc_of,
-                document_positions(src.offsets, form),
-                tgt_doc_of,
-                document_positions(tgt.offsets, form),
-                n_tgt_docs=len(tgt.doc_ids),
-                w1=float(params["w1"]),
-                w2=float(params["w2"]),
-                confidence=vote.f1(s_emb, t_emb, sims, ids) if vote else None,
-                form=form,
-            )
-        best = scores.best()
-        f1 = {"f1": vote.label if vote else "cosine"} if method == "sentence_vote" else {}
-        return [
-            (int(s), int(t), 0.0, float(v), method, {"votes": int(n), **f1})
-            for s, t, v, n in zip(best.src_doc, best.tgt_doc, best.score, best.n_votes, strict=True)
-        ]
-    embedder = _embedder(method, run, doc_model)
-    # A side may come without its texts (`texts=[]`, as bench/document_speed.py builds them): embeddings only.
-    u = embedder.embed_documents(Documents(src.offsets, src.texts or None, s_emb), Side.SOURCE)
-    v = embedder.embed_documents(Documents(tgt.offsets, tgt.texts or None, t_emb), Side.TARGET)
-    return _retrieve(params, u, v, method)
-
-
-def _embedder(method: str, run: MiningRun | None, doc_model: HideModel | DocumentBow | None) -> DocumentEmbedder:
-    """The document embedder of an embedding method (sentence_avg, hide, bow)."""
-    if method == "sentence_avg":
-        return SentenceAvg()
-    model = _doc_model(run, method) if doc_model is None else doc_model
-    return Hide(model) if isinstance(model, HideModel) else model
-
-
-def _retrieve(params: dict, u: np.ndarray, v: np.ndarray, method: str) -> list[tuple]:
-    """Margin-scored candidates between document embeddings (the sentence-mining kNN, margin and strategy)."""
-    k = int(params["k"])
-    knn = knn_both(u, v, min(k, len(u), len(v)), method=knn_method_for(len(u), len(v)))
-    cands = mine_candidates(
-        knn,
-        margin=Margin(params["margin"]),
-        k=min(k, len(u), len(v)),
-        strategy=Strategy(params["strategy"]),
-        threshold=params.get("threshold"),
+    embedder: DocumentEmbedder | None = None,
+    learn_from: dict[int, int] | None = None,
+    confidence: Confidence | None = None,
+    f1_label: str = "calibrated",
+) -> DocumentMatch:
+    """The core's `match_documents` with the run's parameters (`document_run_params`' output): the pre-filter's
+    features when both sides carry their texts, its thresholds and RERANK's vote weight learnt on `learn_from`
+    (source index -> gold target index) where the run does not fix them."""
+    stats = None
+    if p["prefilter"] and src.sentences is not None and tgt.sentences is not None:
+        stats = (document_stats(src.sentences, src.offsets), document_stats(tgt.sentences, tgt.offsets))
+    return core_match(
+        method,
+        src,
+        tgt,
+        match_config(p),
+        embedder=embedder,
+        doc_stats=stats,
+        learn_from=learn_from or {},
+        tune_weight=p["rerank_weight"] is None,
+        confidence=confidence,
+        f1_label=f1_label,
     )
-    return [
-        (
-            int(s),
-            int(t),
-            float(c),
-            float(sc),
-            params["strategy"],
-            {"method": method, "fwd_mean": round(float(f), 5), "bwd_mean": round(float(b), 5)},
-        )
-        for s, t, c, sc, f, b in zip(
-            cands.src_idx, cands.tgt_idx, cands.cosine, cands.score, cands.fwd_mean, cands.bwd_mean, strict=True
-        )
-    ]
 
 
 @transaction.atomic
-def _write_doc_candidates(run: MiningRun, rows: list[tuple], src: np.ndarray, tgt: np.ndarray) -> int:
-    """Replace the run's document candidates (rank 1 = best score); rows index into the `src`/`tgt` document ids."""
+def _write_doc_candidates(run: MiningRun, result: DocumentMatch, src: np.ndarray, tgt: np.ndarray) -> int:
+    """Replace the run's document candidates (rank 1 = best score); the result indexes the `src`/`tgt` document ids."""
     DocumentPairCandidate.objects.filter(run=run).delete()
-    rows = sorted(rows, key=lambda r: -r[3])
+    p = document_run_params(run.params)
+    strat = p["method"].value if p["method"].votes else p["strategy"].value  # the vote methods keep each best
     return copy_rows(
         DocumentPairCandidate,
         ["run_id", "src_id", "tgt_id", "cosine", "score", "rank", "strategy", "filter_reason", "evidence"],
         (
-            (run.pk, int(src[s]), int(tgt[t]), c, sc, i + 1, strat, "", ev)
-            for i, (s, t, c, sc, strat, ev) in enumerate(rows)
+            (run.pk, int(src[s]), int(tgt[t]), float(c), float(sc), i + 1, strat, reason, ev)
+            for i, (s, t, c, sc, reason, ev) in enumerate(
+                zip(
+                    result.src,
+                    result.tgt,
+                    result.cosine,
+                    result.score,
+                    result.filter_reason,
+                    result.evidence,
+                    strict=True,
+                )
+            )
         ),
         ["int8", "int8", "int8", "float8", "float8", "int4", "text", "text", "jsonb"],
     )
@@ -411,7 +525,7 @@ def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
     t_index = {int(d): i for i, d in enumerate(tgt.doc_ids)}
     gold = [
         (s_index[s], t_index[t])
-        for s, t in _gold_doc_pairs(run.src_corpus, run.src_lang, run.tgt_lang)
+        for s, t in gold_doc_pairs(run.src_corpus, run.src_lang, run.tgt_lang)
         if s in s_index and t in t_index
     ]
     if len(gold) < 2:
@@ -500,7 +614,7 @@ def _train_bow(
     return model, {**cfg.to_dict(), **run.params, "model": "bow"}
 
 
-def _gold_doc_pairs(corpus: Corpus, src_lang: str, tgt_lang: str) -> list[tuple[int, int]]:
+def gold_doc_pairs(corpus: Corpus, src_lang: str, tgt_lang: str) -> list[tuple[int, int]]:
     out = []
     for s, sl, t, tl in GoldDocumentPair.objects.filter(corpus=corpus).values_list(
         "src_id", "src__lang", "tgt_id", "tgt__lang"

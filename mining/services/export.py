@@ -4,6 +4,11 @@ confidence and the calibration model's version, labels).
 Moses is one sentence per line per side, plus a line-aligned `.scores` side (tab-separated rank, score, cosine,
 confidence, calibration: line n describes pair n); the built file is a zip of the three.
 
+A document run exports its document pairs (`export_documents`): JSONL one record per pair (document ids, titles,
+URLs, score, rank, evidence, labels, and the aligned sentence pairs when an alignment run exists); TSV, Moses and TMX
+the aligned sentence pairs of its latest alignment run, or each document pair's two texts before any alignment, with
+the two documents' ids (TSV columns 8-9, TMX `x-src-doc` / `x-tgt-doc` / `x-doc-rank`).
+
 Rows are read with a server-side cursor in chunks, so a stream or a file of any size uses constant memory.
 Large sets are written by the `mining.export_run` task to PCAPP_DATA_DIR/exports/ (temporary file, then os.replace).
 """
@@ -23,11 +28,14 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import QuerySet
 
-from ..models import MiningRun, SentencePairCandidate
+from pcapp.celery import app as celery_app
+
+from ..models import MiningRun, RunKind, SentencePairCandidate
 from ..selectors import annotate_labels, kept_q, run_threshold
+from .export_documents import DocumentKeep, bitext_rows, document_records
 
 CHUNK = 2000
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -87,11 +95,24 @@ def export_queryset(*, run: MiningRun, rule: KeepRule) -> QuerySet:
     )
 
 
+def _document_keep(run: MiningRun, rule: KeepRule) -> DocumentKeep:
+    threshold = rule.threshold if rule.threshold is not None else run_threshold(run)
+    return DocumentKeep(
+        threshold=threshold if rule.mode in (KeepMode.THRESHOLD, KeepMode.BOTH) else None,
+        good_only=rule.mode in (KeepMode.GOOD, KeepMode.BOTH),
+        include_filtered=rule.include_filtered,
+    )
+
+
 def _rows(run: MiningRun, rule: KeepRule) -> Iterator[tuple]:
-    """Export rows: rank, src id, tgt id, src, tgt, score, cosine, confidence, filter reason, n_good, n_bad, and the
-    calibration model as (id, name, version) or None (joined in the same query, so no query per row)."""
+    """Export rows: rank, src id, tgt id, src, tgt, score, cosine, confidence, filter reason, n_good, n_bad, the
+    calibration model as (id, name, version) or None (joined in the same query, so no query per row), and the document
+    pair (a dict with its documents' ids and rank) for a document run's rows, else None."""
+    if run.kind == RunKind.DOCUMENT:
+        yield from bitext_rows(run=run, rule=_document_keep(run, rule))
+        return
     for row in export_queryset(run=run, rule=rule).iterator(chunk_size=CHUNK):
-        yield (*row[:11], None if row[11] is None else row[11:])
+        yield (*row[:11], None if row[11] is None else row[11:], None)
 
 
 def _calibration(model: tuple | None) -> str:
@@ -116,12 +137,14 @@ def _conf(conf: float | None) -> str:
 
 
 def _tsv(run: MiningRun, rule: KeepRule) -> Iterator[str]:
-    """src, tgt, score, cosine, confidence, calibration, label: one pair per line, tabs and newlines in text become
-    spaces; confidence and calibration are empty when no calibration was applied."""
-    for _rank, _s, _t, src, tgt, score, cos, conf, _f, g, b, cal in _rows(run, rule):
+    """src, tgt, score, cosine, confidence, calibration, label (and for a document run the source and target
+    documents' ids): one pair per line, tabs and newlines in text become spaces; confidence and calibration are
+    empty when no calibration was applied."""
+    for _rank, _s, _t, src, tgt, score, cos, conf, _f, g, b, cal, doc in _rows(run, rule):
+        docs = "" if doc is None else f"\t{_one_line(doc['src'])}\t{_one_line(doc['tgt'])}"
         yield (
             f"{_one_line(src)}\t{_one_line(tgt)}\t{score:.6f}\t{cos:.6f}\t{_conf(conf)}\t{_calibration(cal)}\t"
-            f"{_label(g, b)}\n"
+            f"{_label(g, b)}{docs}\n"
         )
 
 
@@ -132,7 +155,7 @@ def _moses(run: MiningRun, rule: KeepRule, side: str) -> Iterator[str]:
     """One side of the bitext, one sentence per line (line n of every side is pair n); the `scores` side holds
     rank, score, cosine, confidence and calibration, tab-separated."""
     if side == "scores":
-        for rank, _s, _t, _src, _tgt, score, cos, conf, _f, _g, _b, cal in _rows(run, rule):
+        for rank, _s, _t, _src, _tgt, score, cos, conf, _f, _g, _b, cal, _doc in _rows(run, rule):
             yield f"{rank}\t{score:.6f}\t{cos:.6f}\t{_conf(conf)}\t{_calibration(cal)}\n"
         return
     column = 3 if side == "src" else 4
@@ -157,7 +180,7 @@ def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
         f'<prop type="x-run">{run.pk}</prop><prop type="x-encoder">{_xml(_encoder_name(run))}</prop>'
         f'<prop type="x-keep">{_xml(json.dumps(rule.as_dict()))}</prop>\n</header>\n<body>\n'
     )
-    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal in _rows(run, rule):
+    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal, doc in _rows(run, rule):
         props = [
             ("x-run", run.pk),
             ("x-rank", rank),
@@ -174,6 +197,8 @@ def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
             props.append(("x-calibration", _calibration(cal)))
         if reason:
             props.append(("x-filter", reason))
+        if doc is not None:
+            props += [("x-src-doc", doc["src"]), ("x-tgt-doc", doc["tgt"]), ("x-doc-rank", doc["rank"])]
         prop_xml = "".join(f'<prop type="{t}">{_xml(str(v))}</prop>' for t, v in props)
         yield (
             f'<tu tuid="{run.pk}-{rank}">{prop_xml}'
@@ -184,9 +209,13 @@ def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
 
 
 def _jsonl(run: MiningRun, rule: KeepRule) -> Iterator[str]:
-    """One JSON object per pair with its provenance."""
+    """One JSON object per pair with its provenance (a document run: per document pair)."""
     encoder = _encoder_name(run)
-    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal in _rows(run, rule):
+    if run.kind == RunKind.DOCUMENT:
+        for record in document_records(run=run, rule=_document_keep(run, rule), encoder=encoder):
+            yield json.dumps(record, ensure_ascii=False) + "\n"
+        return
+    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal, _doc in _rows(run, rule):
         yield (
             json.dumps(
                 {
@@ -223,6 +252,47 @@ def export_stream(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: st
     if fmt is ExportFormat.TMX:
         return _tmx(run, rule)
     return _jsonl(run, rule)
+
+
+CONTENT_TYPES = {
+    ExportFormat.TSV: "text/tab-separated-values; charset=utf-8",
+    ExportFormat.MOSES: "text/plain; charset=utf-8",
+    ExportFormat.TMX: "application/x-tmx+xml; charset=utf-8",
+    ExportFormat.JSONL: "application/x-ndjson; charset=utf-8",
+}
+
+
+@dataclass(frozen=True)
+class ExportDownload:
+    """A streamed download: its text chunks, content type and file name (the page and the API both serve it)."""
+
+    chunks: Iterator[str]
+    content_type: str
+    filename: str
+
+
+def export_download(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> ExportDownload:
+    """The export as a download (Moses: one `side`)."""
+    return ExportDownload(
+        export_stream(run=run, rule=rule, fmt=fmt, side=side),
+        CONTENT_TYPES[fmt],
+        export_filename(run=run, rule=rule, fmt=fmt, side=side if fmt is ExportFormat.MOSES else None),
+    )
+
+
+EXPORT_TASK = "mining.export_run"  # mining.tasks.export_run, sent by name (the tasks module imports the services)
+
+
+def send_export_task(*args: Any) -> None:
+    """Send the export task to the broker (now)."""
+    celery_app.send_task(EXPORT_TASK, args=list(args))
+
+
+def export_enqueue(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> Path:
+    """Have the export task build the file once the current transaction commits; returns where it will be."""
+    args = (run.pk, fmt.value, rule.mode.value, rule.threshold, rule.include_filtered)
+    transaction.on_commit(lambda: send_export_task(*args))
+    return export_file_path(run=run, rule=rule, fmt=fmt)
 
 
 def export_filename(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str | None = None) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.db import transaction
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path
@@ -12,24 +11,17 @@ from django.views.decorators.http import require_GET, require_POST
 from pcapp.permissions import staff_required
 
 from ..forms import ExportForm
-from ..models import MiningRun
 from ..services.export import (
+    ExportDownload,
     ExportFormat,
     KeepMode,
     KeepRule,
+    export_download,
+    export_enqueue,
     export_file_for_download,
-    export_filename,
     export_files,
-    export_stream,
 )
 from .runs import get_run_or_404
-
-CONTENT_TYPES = {
-    ExportFormat.TSV: "text/tab-separated-values; charset=utf-8",
-    ExportFormat.MOSES: "text/plain; charset=utf-8",
-    ExportFormat.TMX: "application/x-tmx+xml; charset=utf-8",
-    ExportFormat.JSONL: "application/x-ndjson; charset=utf-8",
-}
 
 
 def rule_from_form(form: ExportForm) -> KeepRule:
@@ -38,13 +30,10 @@ def rule_from_form(form: ExportForm) -> KeepRule:
     return KeepRule(mode=KeepMode(d["keep"]), threshold=d["threshold"], include_filtered=bool(d["include_filtered"]))
 
 
-def stream_response(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> StreamingHttpResponse:
-    """A streamed download of the export (Moses: one side)."""
-    response = StreamingHttpResponse(
-        export_stream(run=run, rule=rule, fmt=fmt, side=side), content_type=CONTENT_TYPES[fmt]
-    )
-    name = export_filename(run=run, rule=rule, fmt=fmt, side=side if fmt is ExportFormat.MOSES else None)
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+def streamed(download: ExportDownload) -> StreamingHttpResponse:
+    """A streamed attachment of an export download."""
+    response = StreamingHttpResponse(download.chunks, content_type=download.content_type)
+    response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
     return response
 
 
@@ -56,7 +45,8 @@ def run_export(request: HttpRequest, pk: int) -> HttpResponse:
     form = ExportForm(request.GET if "format" in request.GET else None)
     if request.GET.get("download") and form.is_valid():
         fmt = ExportFormat(form.cleaned_data["format"])
-        return stream_response(run=run, rule=rule_from_form(form), fmt=fmt, side=form.cleaned_data["side"] or "src")
+        side = form.cleaned_data["side"] or "src"
+        return streamed(export_download(run=run, rule=rule_from_form(form), fmt=fmt, side=side))
     return render(request, "mining/run_export.html", {"run": run, "form": form, "files": export_files(run=run)})
 
 
@@ -64,18 +54,13 @@ def run_export(request: HttpRequest, pk: int) -> HttpResponse:
 @staff_required
 def run_export_build(request: HttpRequest, pk: int) -> HttpResponse:
     """Enqueue the export task; the file appears on the export page when it is written."""
-    from ..tasks import export_run
-
     run = get_run_or_404(pk)
     form = ExportForm(request.POST)
     if not form.is_valid():
         return render(
             request, "mining/run_export.html", {"run": run, "form": form, "files": export_files(run=run)}, status=400
         )
-    d = form.cleaned_data
-    transaction.on_commit(
-        lambda: export_run.delay(run.pk, d["format"], d["keep"], d["threshold"], bool(d["include_filtered"]))
-    )
+    export_enqueue(run=run, rule=rule_from_form(form), fmt=ExportFormat(form.cleaned_data["format"]))
     messages.success(request, "Export queued; reload this page to see the download link when it is written.")
     return redirect("run-export", pk=run.pk)
 

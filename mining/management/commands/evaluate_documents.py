@@ -1,18 +1,21 @@
-"""`manage.py evaluate_documents CORPUS --src en --tgt fr [--train-corpus OTHER]`: document matching P@1/3/10.
+"""`manage.py evaluate_documents CORPUS --src en --tgt fr [--train-corpus OTHER]`: document matching, every method.
 
 Every method is scored over ALL target documents of the corpus, on the documents' own sentence splits and on a
 noisy re-split (each document's sentences joined and split again by the automatic splitter), as in the HiDE paper's
-Table 3. HiDE (both poolings) and Document BoW are trained on --train-corpus's gold document pairs, never on the
-evaluated corpus; without it, HiDE rows use the latest trained HiDE model of the language pair, if any.
+Table 3: P@1/3/10 of its raw ranking, and P@1 and precision of the pairs a run with it keeps (margin, one-to-one
+selection, pre-filter), the figure `match_documents` prints. HiDE (both poolings) and Document BoW are trained on
+--train-corpus's gold document pairs, never on the evaluated corpus, and so are the re-ranker's vote weight and the
+pre-filter's thresholds; without it, HiDE rows use the latest trained HiDE model of the language pair, if any.
 """
 
 import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from mining.core.doc_evaluation import Models, Noise, format_table, train_models
 from mining.core.docmatch import HideConfig, HideModel
 from mining.models import Artefact, ArtefactKind, Corpus
-from mining.services.doc_evaluation import Models, Noise, corpus_pairs, evaluate_corpus, format_table, train_models
+from mining.services.doc_evaluation import corpus_pairs, evaluate_corpus
 from mining.services.encoders import artefact_path, encoder_default, load_encoder
 
 
@@ -43,6 +46,7 @@ class Command(BaseCommand):
         if artefact is None:
             raise CommandError(f"no encoder artefact {o['encoder']}")
         encoder = load_encoder(artefact)
+        o["corpus_pk"] = corpus.pk
         t0 = time.perf_counter()
         try:
             pairs = corpus_pairs(corpus, o["src"], o["tgt"])
@@ -90,4 +94,8 @@ class Command(BaseCommand):
             )
             return Models()
         model = HideModel.load(artefact_path(latest))
+        if latest.trained_on_id == o["corpus_pk"]:
+            self.stdout.write(
+                f"HiDE model {latest.pk} was trained on this corpus's gold pairs: its rows are not held-out figures."
+            )
         return Models({model.config.pooling: model}, None)

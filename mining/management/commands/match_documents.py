@@ -1,19 +1,28 @@
-"""`manage.py match_documents CORPUS --src en --tgt fr --method sentence_avg|hide|bow|sentence_vote|count`."""
+"""`manage.py match_documents CORPUS --src en --tgt fr [--method rerank|sentence_avg|hide|bow|sentence_vote|count]`."""
 
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mining.models import Corpus, RunKind
-from mining.services.document_runs import METHODS, check_doc_model_params, execute_document_run
+from mining.core.docmethod import DocMethod
+from mining.models import Corpus, MiningRun, RunKind
+from mining.services.document_runs import (
+    DOCUMENT_RUN_DEFAULTS,
+    check_doc_model_params,
+    document_run_params,
+    execute_document_run,
+    execute_train_doc_model,
+)
 from mining.services.execute import execute_run_service
 from mining.services.runs import run_create
 
 
 class Command(BaseCommand):
     help = (
-        "Find parallel documents (a document run); --train first trains the document model on the corpus's gold "
-        "document pairs (Document BoW with --method bow, else HiDE)."
+        "Find parallel documents (a document run) and, when the corpus has gold document pairs, print the P@1, P@3 "
+        "and precision of the run's selection on the pairs it did not learn from. --train first trains the document "
+        "model (Document BoW with --method bow, else HiDE) on --train-corpus's gold document pairs (on the matched "
+        "corpus itself only with --train-on-matched-corpus: its figures then say nothing about new documents)."
     )
 
     def add_arguments(self, parser):
@@ -21,12 +30,26 @@ class Command(BaseCommand):
         parser.add_argument("--tgt-corpus")
         parser.add_argument("--src", required=True)
         parser.add_argument("--tgt", required=True)
-        parser.add_argument("--method", choices=METHODS, default="sentence_avg")
-        parser.add_argument("--k", type=int, default=4)
+        parser.add_argument(
+            "--method",
+            choices=[m.value for m in DocMethod],
+            default=DOCUMENT_RUN_DEFAULTS["method"].value,
+            help="rerank (default): retrieve with HiDE (Sentence-Avg without a model), pre-filter, re-rank with votes",
+        )
+        parser.add_argument("--k", type=int, default=DOCUMENT_RUN_DEFAULTS["k"])
+        parser.add_argument("--top-n", type=int, help="rerank: targets retrieved per source document")
+        parser.add_argument("--rerank-weight", type=float, help="rerank: the vote's share (default: learnt on gold)")
+        parser.add_argument("--no-prefilter", action="store_true", help="no Afli et al. pre-filter")
         parser.add_argument(
             "--train",
             action="store_true",
-            help="train Document BoW (--method bow) or HiDE on this corpus's gold document pairs",
+            help="train Document BoW (--method bow) or HiDE first, on --train-corpus's gold document pairs",
+        )
+        parser.add_argument("--train-corpus", help="the corpus whose gold document pairs --train trains on")
+        parser.add_argument(
+            "--train-on-matched-corpus",
+            action="store_true",
+            help="let --train train on the matched corpus's own gold pairs (labelled; no held-out figure is left)",
         )
         parser.add_argument(
             "--train-param",
@@ -38,25 +61,26 @@ class Command(BaseCommand):
         parser.add_argument("--async", dest="run_async", action="store_true")
 
     def handle(self, *args, **o):
-        corpus = Corpus.objects.filter(name=o["corpus"]).first()
-        tgt_corpus = Corpus.objects.filter(name=o["tgt_corpus"]).first() if o["tgt_corpus"] else corpus
-        if corpus is None or tgt_corpus is None:
-            raise CommandError("no such corpus")
+        corpus = _corpus(o["corpus"])
+        tgt_corpus = _corpus(o["tgt_corpus"]) if o["tgt_corpus"] else corpus
         if o["train_param"] and not o["train"]:
             raise CommandError("--train-param needs --train")
+        if (o["train_corpus"] or o["train_on_matched_corpus"]) and not o["train"]:
+            raise CommandError("--train-corpus and --train-on-matched-corpus need --train")
+        params = {"method": o["method"], "k": o["k"]}
+        if o["top_n"] is not None:
+            params["top_n"] = o["top_n"]
+        if o["rerank_weight"] is not None:
+            params["rerank_weight"] = o["rerank_weight"]
+        if o["no_prefilter"]:
+            params["prefilter"] = False
+        try:
+            document_run_params(params)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
         runs = []
         if o["train"]:
-            model = "bow" if o["method"] == "bow" else "hide"
-            runs.append(
-                run_create(
-                    kind=RunKind.TRAIN_DOC_MODEL,
-                    src_corpus=corpus,
-                    src_lang=o["src"],
-                    tgt_lang=o["tgt"],
-                    params={"model": model, **_train_params(model, o)},
-                    enqueue=False,
-                )
-            )
+            runs.append(self._train_run(o, corpus))
         runs.append(
             run_create(
                 kind=RunKind.DOCUMENT,
@@ -64,7 +88,7 @@ class Command(BaseCommand):
                 tgt_corpus=tgt_corpus,
                 src_lang=o["src"],
                 tgt_lang=o["tgt"],
-                params={"method": o["method"], "k": o["k"]},
+                params=params,
                 enqueue=o["run_async"] and not o["train"],
             )
         )
@@ -72,11 +96,57 @@ class Command(BaseCommand):
             self.stdout.write(f"Document run {runs[-1].pk} enqueued.")
             return
         for run in runs:
-            result = execute_run_service(run=run, handler=execute_document_run)
+            handler = execute_train_doc_model if run.kind == RunKind.TRAIN_DOC_MODEL else execute_document_run
+            result = execute_run_service(run=run, handler=handler)
             run.refresh_from_db()
             if run.status != "succeeded":
                 raise CommandError(f"run {run.pk} {run.status}: {run.error}")
             self.stdout.write(self.style.SUCCESS(f"Run {run.pk} ({run.get_kind_display()}): {result}"))
+        self.stdout.write(gold_summary(runs[-1]))
+
+    def _train_run(self, o: dict, corpus: Corpus) -> MiningRun:
+        if o["train_corpus"]:
+            train_corpus = _corpus(o["train_corpus"])
+            if train_corpus.pk == corpus.pk and not o["train_on_matched_corpus"]:
+                raise CommandError("--train-corpus is the matched corpus: add --train-on-matched-corpus to allow it")
+        elif o["train_on_matched_corpus"]:
+            train_corpus = corpus
+        else:
+            raise CommandError(
+                "--train needs --train-corpus OTHER (a corpus with gold document pairs), or "
+                "--train-on-matched-corpus to train on the pairs being matched (its figures are then not held out)"
+            )
+        model = "bow" if o["method"] == DocMethod.BOW.value else "hide"
+        return run_create(
+            kind=RunKind.TRAIN_DOC_MODEL,
+            src_corpus=train_corpus,
+            src_lang=o["src"],
+            tgt_lang=o["tgt"],
+            params={"model": model, **_train_params(model, o)},
+            enqueue=False,
+        )
+
+
+def _corpus(name: str) -> Corpus:
+    corpus = Corpus.objects.filter(name=name).first()
+    if corpus is None:
+        raise CommandError(f"no corpus named '{name}'")
+    return corpus
+
+
+def gold_summary(run: MiningRun) -> str:
+    """The line the command prints about the run's gold document pairs (P@1 / P@3 / precision of its selection)."""
+    gold = run.stats.get("gold", {})
+    label = ""
+    if run.stats.get("doc_model", {}).get("trained_on_this_corpus"):
+        label = " [document model trained on this corpus]"
+    if not gold.get("pairs"):
+        return f"Gold document pairs: none to measure with ({gold.get('note', 'no gold pairs')}){label}."
+    prec = "-" if gold["precision"] is None else f"{100 * gold['precision']:.1f}"
+    return (
+        f"Gold document pairs ({gold['note']}): P@1 {100 * gold['p_at_1']:.1f}, P@3 {100 * gold['p_at_3']:.1f}, "
+        f"precision {prec} (the run's selection: margin, one-to-one, pre-filter){label}."
+    )
 
 
 def _train_params(model: str, o: dict) -> dict:

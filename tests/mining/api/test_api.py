@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -106,32 +108,32 @@ def test_status_cancel_and_retry(staff_api, no_enqueue, django_capture_on_commit
     assert staff_api.get("/api/runs/999999/").status_code == 404
 
 
-def test_candidates_filter_and_cursor_pages(reviewer_api):
+def test_candidates_filter_and_cursor_pages(staff_api):
     run = make_run(5, reasons={0: "too_short"})
     url = f"/api/runs/{run.pk}/candidates/"
-    body = reviewer_api.get(url, {"page_size": 2}).json()
+    body = staff_api.get(url, {"page_size": 2}).json()
     assert [c["rank"] for c in body["results"]] == [1, 2]
     assert body["results"][0]["src"]["text"] == "source 0"
-    body = APIClient.get(reviewer_api, body["next"]).json()
+    body = APIClient.get(staff_api, body["next"]).json()
     assert [c["rank"] for c in body["results"]] == [3, 4]
-    body = reviewer_api.get(url, {"filter_reason": "none", "min_score": "1.2"}).json()
+    body = staff_api.get(url, {"filter_reason": "none", "min_score": "1.2"}).json()
     assert [c["rank"] for c in body["results"]] == [2, 3, 4]
-    assert reviewer_api.get(url, {"min_score": "abc"}).status_code == 400
+    assert staff_api.get(url, {"min_score": "abc"}).status_code == 400
 
 
-def test_candidate_query_count_is_flat(reviewer_api):
+def test_candidate_query_count_is_flat(staff_api):
     small, big = make_run(2), make_run(40)
     counts = []
     for run in (small, big):
         with CaptureQueriesContext(connection) as ctx:
-            assert reviewer_api.get(f"/api/runs/{run.pk}/candidates/").status_code == 200
+            assert staff_api.get(f"/api/runs/{run.pk}/candidates/").status_code == 200
         counts.append(len(ctx))
     assert counts[0] == counts[1]
 
 
-def test_histogram(reviewer_api):
+def test_histogram(staff_api):
     run = make_run(scores=[1.0, 2.0])
-    body = reviewer_api.get(f"/api/runs/{run.pk}/histogram/", {"bins": 2}).json()
+    body = staff_api.get(f"/api/runs/{run.pk}/histogram/", {"bins": 2}).json()
     assert body["counts"] == [1, 1] and body["yield_curve"][0][1] == 2
 
 
@@ -141,7 +143,7 @@ def test_export_stream_and_task(staff_api, monkeypatch, django_capture_on_commit
     assert response.status_code == 200
     assert b"".join(response.streaming_content).decode().splitlines() == ["source 0", "source 1"]
     sent = []
-    monkeypatch.setattr("mining.tasks.export_run.delay", lambda *a: sent.append(a))
+    monkeypatch.setattr("mining.services.export.send_export_task", lambda *a: sent.append(a))
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_api.post(f"/api/runs/{run.pk}/export/", {"fmt": "jsonl"}, format="json")
     assert response.status_code == 202 and response.json()["name"].endswith(".jsonl")
@@ -170,3 +172,38 @@ def test_session_auth_requires_csrf_but_token_does_not(staff_user, staff_api, no
     assert page_client.post("/runs/new/", {**payload, "kind": "sentence"}).status_code == 403
     assert not MiningRun.objects.exists()
     assert staff_api.post("/api/runs/", payload, format="json").status_code == 201
+
+
+def test_document_run_candidates_and_export(staff_api):
+    from tests.mining.views.test_export import make_document_run
+
+    run = make_document_run(aligned=False)
+    body = staff_api.get(f"/api/runs/{run.pk}/candidates/", {"page_size": 2}).json()
+    first = body["results"][0]
+    assert [c["rank"] for c in body["results"]] == [1, 2]
+    assert first["src"] == {
+        "id": first["src"]["id"],
+        "lang": "en",
+        "external_id": "p0",
+        "title": "Page 0",
+        "url": "https://example.invalid/en/0",
+        "n_sentences": 2,
+    }
+    assert (
+        first["tgt"]["title"] == "Feuille 0"
+        and first["score"] == 1.5
+        and first["evidence"]["retrieval"]["by"] == "hide"
+    )
+    body = staff_api.get(f"/api/runs/{run.pk}/candidates/", {"filter_reason": "word_ratio"}).json()
+    assert [(c["rank"], c["src"]["external_id"]) for c in body["results"]] == [(2, "p1")]
+    response = staff_api.get(f"/api/runs/{run.pk}/export/", {"fmt": "jsonl"})
+    rows = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+    assert [(r["rank"], r["src"]["external_id"], r["tgt"]["title"]) for r in rows] == [
+        (1, "p0", "Feuille 0"),
+        (3, "p2", "Feuille 2"),
+    ]
+    response = staff_api.get(f"/api/runs/{run.pk}/export/", {"fmt": "tsv"})
+    assert [line.split("\t")[7:] for line in b"".join(response.streaming_content).decode().splitlines()] == [
+        ["p0", "p0"],
+        ["p2", "p2"],
+    ]

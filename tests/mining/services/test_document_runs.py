@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from django.core.management.base import CommandError
 
+from mining.core.docfilter import RULES
+from mining.core.docmethod import DocMethod
+from mining.core.margin import Margin
 from mining.forms import RunStartForm
 from mining.models import (
     Artefact,
@@ -18,9 +21,10 @@ from mining.models import (
     RunKind,
     SentencePairCandidate,
 )
-from pcapp.jobs import execute_job
+from mining.services.document_runs import document_run_params
 from mining.services.imports import import_execute, import_job_create
 from mining.services.runs import run_create
+from pcapp.jobs import execute_job
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "import"
 
@@ -41,15 +45,62 @@ def _run(**kw):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("method", ["sentence_avg", "sentence_vote", "count"])
+@pytest.mark.parametrize("method", ["sentence_avg", "sentence_vote", "count", "rerank"])
 def test_document_methods_match_the_translated_documents(corpus, method):
     run = _run(
         kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": method, "k": 2}
     )
-    pairs = list(DocumentPairCandidate.objects.filter(run=run).select_related("src", "tgt"))
-    assert pairs and all(p.evidence for p in pairs)
-    correct = sum(p.src.external_id == p.tgt.external_id for p in pairs)
-    assert correct >= 2
+    pairs = list(DocumentPairCandidate.objects.filter(run=run).select_related("src", "tgt").order_by("rank"))
+    kept = [(p.src.external_id, p.tgt.external_id) for p in pairs if not p.filter_reason]
+    assert sorted(kept) == [("admin-help-0",) * 2, ("admin-help-1",) * 2, ("admin-help-2",) * 2]
+    # the English-only page "presplit" (2 short sentences): the vote methods pick each source's best target, and the
+    # pre-filter marks that pair (5 words against a page of dozens); one-to-one selection leaves it out
+    rejected = [(p.src.external_id, p.filter_reason) for p in pairs if p.filter_reason]
+    assert rejected == ([("presplit", "word_ratio")] if method in ("sentence_vote", "count") else [])
+    assert [p.rank for p in pairs] == list(range(1, len(pairs) + 1))
+    assert all(p.evidence["method"] == method and set(p.evidence["prefilter"]) == set(RULES) for p in pairs)
+    # 3 gold pairs: a seeded half (2) may tune the run, the third measures it
+    assert run.stats["gold"] == {
+        "note": run.stats["gold"]["note"],
+        "pairs": 1,
+        "p_at_1": 1.0,
+        "p_at_3": 1.0,
+        "precision": 1.0,
+    }
+    assert run.stats["method"] == method
+
+
+@pytest.mark.django_db
+def test_rerank_is_the_default_and_its_evidence_names_each_stage(corpus):
+    run = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={})
+    assert run.stats["method"] == "rerank" and run.stats["retrieval"] == "sentence_avg"  # no HiDE model yet
+    # 4 English pages x 3 French ones (top_n 10); "presplit", 5 words, fails the word ratio against every page
+    assert run.stats["candidates_retrieved"] == 12 and run.stats["candidates_pruned"] == 3
+    assert run.stats["prefilter"]["source"] == "default"  # 2 gold pairs to learn from: too few for thresholds
+    assert run.stats["rerank_weight_source"].startswith("learnt on 2 gold pairs")
+    for pair in DocumentPairCandidate.objects.filter(run=run):
+        ev = pair.evidence
+        assert set(ev) >= {"retrieval", "vote", "combined", "prefilter", "fwd_mean", "bwd_mean"}
+        assert ev["retrieval"]["by"] == "sentence_avg" and ev["combined"]["rank"] == 1
+        assert pair.cosine == pytest.approx(ev["retrieval"]["cosine"], abs=1e-5)
+        assert pair.strategy == "max_score" and pair.filter_reason == ""
+
+
+def test_document_run_params_fill_defaults_and_name_bad_values():
+    p = document_run_params({"method": "count", "top_n": 5})
+    assert p["method"] is DocMethod.COUNT and p["top_n"] == 5 and p["k"] == 4 and p["margin"] is Margin.RATIO
+    assert document_run_params({})["method"] is DocMethod.RERANK and document_run_params({})["rerank_weight"] is None
+    for bad, message in (
+        ({"method": "magic"}, "unknown document method 'magic'"),
+        ({"top_n": 0}, "top_n must be between 1 and 200"),
+        ({"k": 2.5}, "k must be an integer"),
+        ({"margin": "foo"}, "unknown margin 'foo'"),
+        ({"rerank_weight": 2}, "rerank_weight must be between 0 and 1"),
+        ({"w1": "x"}, "w1 must be a number"),
+        ({"prefilter": "no"}, "prefilter must be true or false"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            document_run_params(bad)
 
 
 @pytest.mark.django_db
@@ -61,15 +112,28 @@ def test_hide_training_then_matching_and_alignment(corpus):
         tgt_lang="fr",
         params={"epochs": 2, "batch_size": 2, "hidden": [32, 32, 48, 48]},
     )
-    assert Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name="hide").count() == 1
+    artefact = Artefact.objects.get(kind=ArtefactKind.DOC_MODEL, name="hide")
     docs = _run(
         kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "hide", "k": 2}
     )
-    assert DocumentPairCandidate.objects.filter(run=docs).exists()
+    pairs = list(DocumentPairCandidate.objects.filter(run=docs))
+    assert len(pairs) == 3 and all(p.evidence["method"] == "hide" for p in pairs)
+    # the model was trained on this corpus's gold pairs: labelled, and no gold pair is left to measure the run
+    assert docs.stats["doc_model"] == {
+        "id": artefact.pk,
+        "name": "hide",
+        "version": 1,
+        "trained_on": "docs",
+        "trained_on_this_corpus": True,
+    }
+    assert docs.stats["gold"]["pairs"] == 0 and "trained on this corpus" in docs.stats["gold"]["note"]
+    assert docs.stats["doc_model_warning"].startswith("hide v1 was trained on this corpus's gold document pairs")
+    rerank = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"k": 2})
+    assert rerank.stats["retrieval"] == "hide" and rerank.stats["doc_model"]["id"] == artefact.pk
     align = _run(kind=RunKind.ALIGN, parent=docs, src_corpus=corpus, src_lang="en", tgt_lang="fr")
-    cands = SentencePairCandidate.objects.filter(run=align)
-    assert cands.exists() and all(c.doc_pair_id for c in cands)
-    assert all("bead" in c.evidence for c in cands)
+    cands = list(SentencePairCandidate.objects.filter(run=align).select_related("doc_pair"))
+    assert len(cands) == align.stats["candidates"] >= 3 and {c.doc_pair.run_id for c in cands} == {docs.pk}
+    assert {c.doc_pair_id for c in cands} == {p.pk for p in pairs} and all("bead" in c.evidence for c in cands)
 
 
 @pytest.mark.django_db
@@ -173,10 +237,15 @@ def test_unknown_method_fails_clearly(corpus):
 def test_match_and_align_commands(corpus):
     from django.core.management import call_command
 
-    call_command("match_documents", "docs", "--src", "en", "--tgt", "fr", "--method", "sentence_vote")
+    out = StringIO()
+    call_command("match_documents", "docs", "--src", "en", "--tgt", "fr", "--method", "sentence_vote", stdout=out)
     run = DocumentPairCandidate.objects.latest("id").run
+    assert "Gold document pairs (1 held-out gold pairs (2 others may tune the run)): P@1 100.0, P@3 100.0" in (
+        out.getvalue()
+    )
     call_command("align_documents", str(run.pk))
-    assert SentencePairCandidate.objects.filter(run__parent=run).exists()
+    aligned = SentencePairCandidate.objects.filter(run__parent=run)
+    assert aligned.count() >= 3 and {c.doc_pair.run_id for c in aligned} == {run.pk}
 
 
 @pytest.mark.django_db
@@ -185,6 +254,8 @@ def test_match_documents_bow_trains_document_bow_first(corpus):
 
     tiny = [f"{k}={json.dumps(v)}" for k, v in TINY_BOW.items() if k != "model"]
     out = StringIO()
+    with pytest.raises(CommandError, match="--train needs --train-corpus OTHER"):
+        call_command("match_documents", "docs", "--src", "en", "--tgt", "fr", "--method", "bow", "--train")
     call_command(
         "match_documents",
         "docs",
@@ -195,14 +266,17 @@ def test_match_documents_bow_trains_document_bow_first(corpus):
         "--method",
         "bow",
         "--train",
+        "--train-on-matched-corpus",
         *[arg for p in tiny for arg in ("--train-param", p)],
         stdout=out,
     )
     train, docs = MiningRun.objects.order_by("id")
     assert train.kind == RunKind.TRAIN_DOC_MODEL and train.params["model"] == "bow"
     assert train.params["n_buckets"] == 4096 and train.params["hidden"] == [32, 32, 48, 48]
-    assert docs.params["method"] == "bow" and DocumentPairCandidate.objects.filter(run=docs).exists()
+    assert docs.params["method"] == "bow" and DocumentPairCandidate.objects.filter(run=docs).count() == 3
     assert Artefact.objects.get(kind=ArtefactKind.DOC_MODEL).name == "bow"
+    assert "Gold document pairs: none to measure with" in out.getvalue()
+    assert "[document model trained on this corpus]" in out.getvalue()
     with pytest.raises(CommandError, match="unknown bow training parameters: pooling"):
         call_command(
             "match_documents",
@@ -214,6 +288,7 @@ def test_match_documents_bow_trains_document_bow_first(corpus):
             "--method",
             "bow",
             "--train",
+            "--train-on-matched-corpus",
             "--train-param",
             "pooling=dnn_pool",
         )

@@ -57,7 +57,7 @@ def _label_candidates(run, django_user_model) -> None:
 
     cands = SentencePairCandidate.objects.filter(run=run).select_related("src__document", "tgt__document")
     for k in range(2):
-        who = django_user_model.objects.create_user(f"vote{k}", password="pw-vote-1234")
+        who = django_user_model.objects.create_user(f"vote{k}", password="pw-vote-1234", is_staff=True)
         for c in cands:
             same = c.src.document.external_id == c.tgt.document.external_id
             label_pair(reviewer=who, sentence_pair_id=c.pk, verdict="GOOD" if same and c.rank % 4 else "BAD")

@@ -9,8 +9,10 @@ from xml.etree import ElementTree
 import pytest
 from django.urls import reverse
 
+from mining.models import DocumentPairCandidate, MiningRun, RunKind, SentencePairCandidate
 from mining.services.export import ExportFormat, KeepMode, KeepRule, export_build_file, export_files
 from mining.tasks import export_run
+from tests.factories.mining import DocumentFactory, MiningRunFactory, SentenceFactory
 from tests.mining.views.test_results import make_run
 
 pytestmark = pytest.mark.django_db
@@ -122,7 +124,7 @@ def test_task_builds_moses_zip_and_page_links_it(staff_client, run):
 
 def test_build_view_enqueues_on_commit(staff_client, run, django_capture_on_commit_callbacks, monkeypatch):
     sent = []
-    monkeypatch.setattr("mining.tasks.export_run.delay", lambda *a: sent.append(a))
+    monkeypatch.setattr("mining.services.export.send_export_task", lambda *a: sent.append(a))
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_client.post(
             reverse("run-export-build", args=[run.pk]), {"format": "tmx", "keep": "both", "threshold": "1.2"}
@@ -140,3 +142,156 @@ def test_build_file_counts_tmx_pairs(run):
     path, n = export_build_file(run=run, rule=KeepRule(mode=KeepMode.THRESHOLD), fmt=ExportFormat.TMX)
     assert n == 2 and path.suffix == ".tmx"
     assert len(ElementTree.parse(path).getroot().findall("./body/tu")) == 2
+
+
+# --- document runs ------------------------------------------------------------------------------------------------
+
+
+def make_document_run(*, aligned: bool):
+    """A document run with 3 document pairs (scores 1.5, 1.2 pre-filtered, 1.1; run threshold 1.0) of 2-sentence
+    pages, and with `aligned` a succeeded alignment run holding each pair's 2 sentence pairs (one flagged identical)."""
+    run = MiningRunFactory(kind=RunKind.DOCUMENT, params={"method": "rerank", "threshold": 1.0})
+    pairs = []
+    for i, (score, reason) in enumerate([(1.5, ""), (1.2, "word_ratio"), (1.1, "")]):
+        docs = []
+        for lang, word in (("en", "Page"), ("fr", "Feuille")):
+            doc = DocumentFactory(
+                corpus=run.src_corpus,
+                lang=lang,
+                external_id=f"p{i}",
+                title=f"{word} {i}",
+                url=f"https://example.invalid/{lang}/{i}",
+                n_sentences=2,
+            )
+            for k in range(2):
+                SentenceFactory(document=doc, position=k, text=f"{word} {i} line {k}.")
+            docs.append(doc)
+        pairs.append(
+            DocumentPairCandidate.objects.create(
+                run=run,
+                src=docs[0],
+                tgt=docs[1],
+                cosine=0.9,
+                score=score,
+                rank=i + 1,
+                strategy="max_score",
+                filter_reason=reason,
+                evidence={"method": "rerank", "retrieval": {"by": "hide", "rank": 1}},
+            )
+        )
+    if aligned:
+        align = MiningRunFactory(kind=RunKind.ALIGN, parent=run, src_corpus=run.src_corpus, params={})
+        rank = 0
+        for pair in pairs:
+            src = list(pair.src.sentences.order_by("position"))
+            tgt = list(pair.tgt.sentences.order_by("position"))
+            for k in range(2):
+                rank += 1
+                SentencePairCandidate.objects.create(
+                    run=align,
+                    src=src[k],
+                    tgt=tgt[k],
+                    cosine=0.8,
+                    score=0.8,
+                    rank=rank,
+                    strategy="align",
+                    filter_reason="identical" if (pair.rank, k) == (3, 1) else "",
+                    doc_pair=pair,
+                    evidence={"bead": [1, 1]},
+                )
+    return run
+
+
+def _download(client, run, **params) -> str:
+    response = client.get(reverse("run-export", args=[run.pk]), {"keep": "threshold", "download": "1", **params})
+    assert response.status_code == 200
+    return _body(response)
+
+
+def test_document_run_jsonl_has_document_ids_titles_urls_scores_and_evidence(staff_client):
+    run = make_document_run(aligned=False)
+    rows = [json.loads(line) for line in _download(staff_client, run, format="jsonl").splitlines()]
+    assert [(r["rank"], r["score"], r["src"]["external_id"], r["tgt"]["external_id"]) for r in rows] == [
+        (1, 1.5, "p0", "p0"),
+        (3, 1.1, "p2", "p2"),
+    ]
+    assert rows[0]["src"]["title"] == "Page 0" and rows[0]["tgt"]["url"] == "https://example.invalid/fr/0"
+    assert rows[0]["evidence"]["retrieval"] == {"by": "hide", "rank": 1} and rows[0]["labels"] == {"good": 0, "bad": 0}
+    assert "sentence_pairs" not in rows[0]
+    rows = [
+        json.loads(line) for line in _download(staff_client, run, format="jsonl", include_filtered="on").splitlines()
+    ]
+    assert [r["filter_reason"] for r in rows] == ["", "word_ratio", ""]
+
+
+def test_document_run_line_formats_carry_whole_documents_before_alignment(staff_client):
+    run = make_document_run(aligned=False)
+    lines = _download(staff_client, run, format="tsv").splitlines()
+    assert [line.split("\t") for line in lines] == [
+        [
+            "Page 0 line 0. Page 0 line 1.",
+            "Feuille 0 line 0. Feuille 0 line 1.",
+            "1.500000",
+            "0.900000",
+            "",
+            "",
+            "",
+            "p0",
+            "p0",
+        ],
+        [
+            "Page 2 line 0. Page 2 line 1.",
+            "Feuille 2 line 0. Feuille 2 line 1.",
+            "1.100000",
+            "0.900000",
+            "",
+            "",
+            "",
+            "p2",
+            "p2",
+        ],
+    ]
+    assert _download(staff_client, run, format="moses", side="tgt").splitlines() == [
+        "Feuille 0 line 0. Feuille 0 line 1.",
+        "Feuille 2 line 0. Feuille 2 line 1.",
+    ]
+
+
+def test_document_run_with_an_alignment_exports_its_sentence_pairs(staff_client):
+    run = make_document_run(aligned=True)
+    lines = [line.split("\t") for line in _download(staff_client, run, format="tsv").splitlines()]
+    # kept document pairs 1 and 3; the aligner's "identical" pair of document pair 3 is left out
+    assert [(c[0], c[1], c[7], c[8]) for c in lines] == [
+        ("Page 0 line 0.", "Feuille 0 line 0.", "p0", "p0"),
+        ("Page 0 line 1.", "Feuille 0 line 1.", "p0", "p0"),
+        ("Page 2 line 0.", "Feuille 2 line 0.", "p2", "p2"),
+    ]
+    assert _download(staff_client, run, format="moses", side="src").splitlines() == [
+        "Page 0 line 0.",
+        "Page 0 line 1.",
+        "Page 2 line 0.",
+    ]
+    root = ElementTree.fromstring(_download(staff_client, run, format="tmx").encode())
+    tus = root.findall("./body/tu")
+    assert [[s.text for s in tu.iter("seg")] for tu in tus][2] == ["Page 2 line 0.", "Feuille 2 line 0."]
+    props = {p.get("type"): p.text for p in tus[2].findall("prop")}
+    assert (props["x-src-doc"], props["x-tgt-doc"], props["x-doc-rank"], props["x-rank"]) == ("p2", "p2", "3", "5")
+    rows = [json.loads(line) for line in _download(staff_client, run, format="jsonl").splitlines()]
+    assert [[p["src"] for p in r["sentence_pairs"]] for r in rows] == [
+        ["Page 0 line 0.", "Page 0 line 1."],
+        ["Page 2 line 0."],
+    ]
+    assert rows[0]["alignment_run"] == MiningRun.objects.get(parent=run).pk
+
+
+def test_document_run_moses_file_is_built_by_the_task():
+    doc_run = make_document_run(aligned=True)
+    result = export_run.apply(args=[doc_run.pk, "moses", "threshold", None, False]).get()
+    assert result["pairs"] == 3
+    [path] = export_files(run=doc_run)
+    with zipfile.ZipFile(path) as zf:
+        assert zf.read(f"run{doc_run.pk}-en-fr-threshold.fr").decode().splitlines() == [
+            "Feuille 0 line 0.",
+            "Feuille 0 line 1.",
+            "Feuille 2 line 0.",
+        ]
