@@ -9,7 +9,7 @@ from django import forms
 from .core.docmethod import DocMethod
 from .core.filters import FilterReason
 from .models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
-from .services.params import ParamsError, RunParams, SentenceRunParams
+from .services.params import DocumentRunParams, ParamsError, RunParams, SentenceRunParams, start_params
 from .services.runs import check_run_start
 from .words import readable
 
@@ -67,17 +67,6 @@ def param_form_fields(params: type[RunParams]) -> dict[str, forms.Field]:
     return fields
 
 
-def params_from_form(form: forms.Form, params: type[RunParams]) -> RunParams | None:
-    """The parameters in a form's cleaned data, or None after adding each parameter's error to its field."""
-    names = [spec.name for spec in params.specs()]
-    try:
-        return params.from_dict({n: form.cleaned_data.get(n) for n in names if n not in form.errors})
-    except ParamsError as exc:
-        for name, message in exc.errors.items():
-            form.add_error(name if name in form.fields else None, message)
-        return None
-
-
 SentenceParamsForm = type("SentenceParamsForm", (forms.Form,), param_form_fields(SentenceRunParams))
 
 
@@ -109,12 +98,12 @@ class RunStartForm(SentenceParamsForm):
         label="Document run to align",
         help_text="Only for alignment runs.",
     )
-    method = forms.ChoiceField(
+    method = ParamChoiceField(
         choices=DOC_METHOD_CHOICES,
-        initial="sentence_avg",
+        initial=DocumentRunParams().method.value,
         required=False,
         label="Document method",
-        help_text="Only for document-matching runs.",
+        help_text="Only for document-matching runs. " + DocumentRunParams.specs()[0].describe(),
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -175,7 +164,12 @@ class RunStartForm(SentenceParamsForm):
         )
         for name, message in errors.items():
             self.add_error(name, message)
-        self.params = params_from_form(self, SentenceRunParams)
+        try:
+            self.stored_params = start_params(data.get("kind", ""), data)
+        except ParamsError as exc:
+            for name, message in exc.errors.items():
+                if name not in self.errors:
+                    self.add_error(name if name in self.fields else None, message)
         return data
 
     def run_kwargs(self) -> dict[str, Any]:
@@ -183,9 +177,6 @@ class RunStartForm(SentenceParamsForm):
         from .services.encoders import encoder_default
 
         d = self.cleaned_data
-        params = self.params.to_dict()
-        if d["kind"] == RunKind.DOCUMENT:
-            params["method"] = DocMethod(d["method"] or DocMethod.SENTENCE_AVG.value).value
         return {
             "kind": d["kind"],
             "name": d["name"],
@@ -195,7 +186,7 @@ class RunStartForm(SentenceParamsForm):
             "tgt_lang": d["tgt_lang"],
             "encoder": d["encoder"] or encoder_default(),
             "parent": d["parent"] if d["kind"] == RunKind.ALIGN else None,
-            "params": params,
+            "params": self.stored_params,
         }
 
 

@@ -15,7 +15,7 @@ from pcapp.permissions import CanSeeRunResults, IsReviewer, IsStaff
 from ..models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
 from ..selectors import run_get, score_histogram
 from ..services.encoders import encoder_default
-from ..services.params import ParamsError, SentenceRunParams
+from ..services.params import ParamsError, start_params
 from ..services.runs import BrokerUnavailable, check_run_start, run_cancel, run_create, run_delete, run_retry
 from .serializers import HistogramOut, RunCreateIn, RunOut
 
@@ -72,14 +72,11 @@ class RunListCreateApi(APIView):
             )
         )
         try:
-            params = SentenceRunParams.from_dict({spec.name: v.get(spec.name) for spec in SentenceRunParams.specs()})
+            stored = start_params(v["kind"], v)
         except ParamsError as exc:
             errors.update(exc.errors)
         if errors:
             return Response({name: [message] for name, message in errors.items()}, status=status.HTTP_400_BAD_REQUEST)
-        stored = params.to_dict()
-        if v["kind"] == RunKind.DOCUMENT:
-            stored["method"] = v["method"]
         try:
             run = run_create(
                 kind=v["kind"],

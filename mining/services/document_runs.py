@@ -17,7 +17,6 @@ from django.conf import settings
 from django.db import transaction
 
 from ..core.align import AlignConfig, align, sentence_pairs
-from ..core.candidates import Strategy
 from ..core.doc_evaluation import selection_figures
 from ..core.docembed import (
     DocumentBow,
@@ -34,9 +33,7 @@ from ..core.docmethod import DocMethod
 from ..core.docrerank import DEFAULT_WEIGHT as DEFAULT_RERANK_WEIGHT
 from ..core.docrun import Confidence, DocMatchConfig, DocumentMatch
 from ..core.docrun import match_documents as core_match
-from ..core.docvote import VoteForm
 from ..core.encoders.dan import DanConfig
-from ..core.margin import Margin
 from ..db.bulk import copy_rows
 from ..models import (
     Artefact,
@@ -51,69 +48,21 @@ from ..models import (
 )
 from .embeddings import embed_side
 from .encoders import artefact_path, encoder_default, load_encoder
+from .params import DocumentRunParams
 from .progress import ProgressReporter
 from .runs import run_record_timing
 from .vote_calibration import vote_calibration
 
 DOC_MODELS = ("hide", "bow")  # TRAIN_DOC_MODEL's params.model; also the artefact names
 
+
 # A document run's parameters and their defaults, read and checked by `document_run_params` alone (until a typed
 # parameter object per run kind replaces both). Integer parameters' bounds:
-_BOUNDS = {"k": (1, 100), "neighbours": (1, 100), "top_n": (1, 200)}
-DOCUMENT_RUN_DEFAULTS = {
-    "method": DocMethod.RERANK,  # retrieve with HiDE (Sentence-Avg without a model), pre-filter, re-rank with votes
-    "k": 4,  # margin neighbourhood
-    "margin": Margin.RATIO,
-    "strategy": Strategy.MAX_SCORE,
-    "threshold": None,  # on the margin score
-    "neighbours": 10,  # sentence kNN width N of the vote and the count
-    "w1": 5.0,
-    "w2": -2.0,
-    "vote_form": VoteForm.COUNTED,
-    "top_n": 10,  # RERANK: targets retrieved per source document (and sources per target)
-    "rerank_weight": None,  # RERANK: the vote's share of the combined score; None: learnt on gold pairs, else 0.5
-    "prefilter": True,  # the Afli et al. pre-filter: RERANK prunes with it; other methods mark failing pairs
-    "learn_share": 0.5,  # share of the corpus's gold document pairs the run may learn from (the rest evaluate it)
-    "seed": 0,
-    "doc_model": None,  # a document-model artefact id (HiDE / Document BoW); None: the pair's latest
-    "calibrated_f1": True,  # the vote's f1 from the pair's calibration model when one fits
-}
-
-
 def document_run_params(params: dict) -> dict:
-    """A document run's parameters with every default filled in and every value checked and typed (method a
-    `DocMethod`, margin a `Margin`, ...); ValueError naming the parameter otherwise."""
-    p = {**DOCUMENT_RUN_DEFAULTS, **{k: v for k, v in params.items() if v is not None or k == "threshold"}}
-    p["method"] = DocMethod.parse(p["method"])
-    for name, enum_type in (("margin", Margin), ("strategy", Strategy), ("vote_form", VoteForm)):
-        try:
-            p[name] = enum_type(p[name])
-        except ValueError:
-            known = ", ".join(m.value for m in enum_type)
-            raise ValueError(f"unknown {name} '{p[name]}' (known: {known})") from None
-    for name, (lo, hi) in _BOUNDS.items():
-        if isinstance(p[name], bool) or not isinstance(p[name], int | float) or int(p[name]) != p[name]:
-            raise ValueError(f"{name} must be an integer, got {p[name]!r}")
-        if not lo <= p[name] <= hi:
-            raise ValueError(f"{name} must be between {lo} and {hi}, got {p[name]}")
-        p[name] = int(p[name])
-    for name in ("w1", "w2", "learn_share") + (("threshold",) if p["threshold"] is not None else ()):
-        try:
-            p[name] = float(p[name])
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a number, got {p[name]!r}") from None
-    if not 0.0 <= p["learn_share"] <= 1.0:
-        raise ValueError(f"learn_share must be between 0 and 1, got {p['learn_share']}")
-    if p["rerank_weight"] is not None:
-        p["rerank_weight"] = float(p["rerank_weight"])
-        if not 0.0 <= p["rerank_weight"] <= 1.0:
-            raise ValueError(f"rerank_weight must be between 0 and 1, got {p['rerank_weight']}")
-    for name in ("prefilter", "calibrated_f1"):
-        if not isinstance(p[name], bool):
-            raise ValueError(f"{name} must be true or false, got {p[name]!r}")
-    if isinstance(p["seed"], bool) or not isinstance(p["seed"], int):
-        raise ValueError(f"seed must be an integer, got {p['seed']!r}")
-    return p
+    """A document run's parameters, checked and typed by DocumentRunParams (method a `DocMethod`, margin a `Margin`,
+    ...), as a dict of field -> value; ParamsError (a ValueError) names each bad parameter."""
+    p = DocumentRunParams.from_stored(params)
+    return {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
 
 
 def match_config(p: dict, *, prefilter: PrefilterThresholds = DEFAULT_THRESHOLDS) -> DocMatchConfig:

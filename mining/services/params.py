@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from ..core.candidates import Strategy
+from ..core.docmethod import DocMethod
+from ..core.docvote import VoteForm
 from ..core.knn import KnnMethod
 from ..core.margin import Margin
 
@@ -238,3 +240,52 @@ class SelfTrainParams(RunParams):
         if self.margin_loss is not None:
             out["margin"] = self.margin_loss
         return out
+
+
+@dataclass(frozen=True)
+class DocumentRunParams(RunParams):
+    """How a document run scores document pairs (its method) and selects them (margin, one-to-one, threshold)."""
+
+    KIND: ClassVar[str] = "document"
+
+    method: DocMethod = param(
+        DocMethod.RERANK,
+        "rerank: retrieve with HiDE (Sentence-Avg without a model), pre-filter, re-rank with sentence votes.",
+        label="Document method",
+    )
+    k: int = same_as(SentenceRunParams, "k")
+    margin: Margin = same_as(SentenceRunParams, "margin")
+    strategy: Strategy = same_as(SentenceRunParams, "strategy")
+    threshold: float | None = same_as(SentenceRunParams, "threshold")
+    neighbours: int = param(10, "Sentence neighbours N of the vote and of the count.", lo=1, hi=100)
+    w1: float = param(5.0, "Sentence-vote weight w1 (the paper's).", label="w1")
+    w2: float = param(-2.0, "Sentence-vote weight w2 (the paper's).", label="w2")
+    vote_form: VoteForm = param(VoteForm.COUNTED, "Which sentence-vote formula.")
+    top_n: int = param(10, "rerank: target documents retrieved per source document.", lo=1, hi=200, label="Top N")
+    rerank_weight: float | None = param(
+        None, "rerank: the vote's share of the combined score (blank: learnt on gold pairs, else 0.1).", lo=0.0, hi=1.0
+    )
+    prefilter: bool = param(True, "The Afli et al. pre-filter: rerank prunes with it, other methods mark pairs.")
+    learn_share: float = param(
+        0.5, "Share of the corpus's gold document pairs the run may learn from (the rest evaluate it).", lo=0.0, hi=1.0
+    )
+    seed: int = param(0, "Seeds the split of the gold pairs.", lo=0, hi=2**31 - 1)
+    doc_model: int | None = param(None, "A document-model artefact id (blank: the pair's latest).", lo=1)
+    calibrated_f1: bool = param(True, "The vote's f1 from the pair's calibration model when one fits.")
+
+    # Keys the shared run form stored on document runs before they had their own parameters: read and ignored.
+    LEGACY: ClassVar[frozenset[str]] = frozenset({"knn", "filters", "nprobe"})
+
+    @classmethod
+    def from_stored(cls, data: dict[str, Any] | None) -> DocumentRunParams:
+        """`from_dict` for a run's stored parameters, ignoring the keys older rows may carry (LEGACY)."""
+        return cls.from_dict({k: v for k, v in (data or {}).items() if k not in cls.LEGACY})
+
+
+def start_params(kind: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The parameters stored on a run started from the run form or the API: a document run's are
+    DocumentRunParams', every other kind's SentenceRunParams' (alignment reads its threshold). Only the fields of
+    that class are read from `values`; ParamsError names each bad one."""
+    params: type[RunParams] = DocumentRunParams if kind == DocumentRunParams.KIND else SentenceRunParams
+    names = [spec.name for spec in params.specs()]
+    return params.from_dict({name: values[name] for name in names if name in values}).to_dict()

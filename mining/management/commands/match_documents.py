@@ -5,15 +5,11 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from mining.core.docmethod import DocMethod
+from mining.management.commands._args import add_param_arguments, params_from_options
 from mining.models import Corpus, MiningRun, RunKind
-from mining.services.document_runs import (
-    DOCUMENT_RUN_DEFAULTS,
-    check_doc_model_params,
-    document_run_params,
-    execute_document_run,
-    execute_train_doc_model,
-)
+from mining.services.document_runs import check_doc_model_params, execute_document_run, execute_train_doc_model
 from mining.services.execute import execute_run_service
+from mining.services.params import DocumentRunParams
 from mining.services.runs import run_create
 
 
@@ -30,16 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--tgt-corpus")
         parser.add_argument("--src", required=True)
         parser.add_argument("--tgt", required=True)
-        parser.add_argument(
-            "--method",
-            choices=[m.value for m in DocMethod],
-            default=DOCUMENT_RUN_DEFAULTS["method"].value,
-            help="rerank (default): retrieve with HiDE (Sentence-Avg without a model), pre-filter, re-rank with votes",
-        )
-        parser.add_argument("--k", type=int, default=DOCUMENT_RUN_DEFAULTS["k"])
-        parser.add_argument("--top-n", type=int, help="rerank: targets retrieved per source document")
-        parser.add_argument("--rerank-weight", type=float, help="rerank: the vote's share (default: learnt on gold)")
-        parser.add_argument("--no-prefilter", action="store_true", help="no Afli et al. pre-filter")
+        add_param_arguments(parser, DocumentRunParams)
         parser.add_argument(
             "--train",
             action="store_true",
@@ -67,20 +54,11 @@ class Command(BaseCommand):
             raise CommandError("--train-param needs --train")
         if (o["train_corpus"] or o["train_on_matched_corpus"]) and not o["train"]:
             raise CommandError("--train-corpus and --train-on-matched-corpus need --train")
-        params = {"method": o["method"], "k": o["k"]}
-        if o["top_n"] is not None:
-            params["top_n"] = o["top_n"]
-        if o["rerank_weight"] is not None:
-            params["rerank_weight"] = o["rerank_weight"]
-        if o["no_prefilter"]:
-            params["prefilter"] = False
-        try:
-            document_run_params(params)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from exc
+        chosen = params_from_options(DocumentRunParams, o)
+        params = chosen.to_dict()
         runs = []
         if o["train"]:
-            runs.append(self._train_run(o, corpus))
+            runs.append(self._train_run(o, corpus, chosen.method))
         runs.append(
             run_create(
                 kind=RunKind.DOCUMENT,
@@ -104,7 +82,7 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"Run {run.pk} ({run.get_kind_display()}): {result}"))
         self.stdout.write(gold_summary(runs[-1]))
 
-    def _train_run(self, o: dict, corpus: Corpus) -> MiningRun:
+    def _train_run(self, o: dict, corpus: Corpus, method: DocMethod) -> MiningRun:
         if o["train_corpus"]:
             train_corpus = _corpus(o["train_corpus"])
             if train_corpus.pk == corpus.pk and not o["train_on_matched_corpus"]:
@@ -116,7 +94,7 @@ class Command(BaseCommand):
                 "--train needs --train-corpus OTHER (a corpus with gold document pairs), or "
                 "--train-on-matched-corpus to train on the pairs being matched (its figures are then not held out)"
             )
-        model = "bow" if o["method"] == DocMethod.BOW.value else "hide"
+        model = "bow" if method is DocMethod.BOW else "hide"
         return run_create(
             kind=RunKind.TRAIN_DOC_MODEL,
             src_corpus=train_corpus,

@@ -90,17 +90,21 @@ def test_document_run_params_fill_defaults_and_name_bad_values():
     p = document_run_params({"method": "count", "top_n": 5})
     assert p["method"] is DocMethod.COUNT and p["top_n"] == 5 and p["k"] == 4 and p["margin"] is Margin.RATIO
     assert document_run_params({})["method"] is DocMethod.RERANK and document_run_params({})["rerank_weight"] is None
+    # keys the shared run form stored on document runs before they had their own parameters are ignored
+    assert document_run_params({"knn": "exact", "filters": True, "nprobe": 16})["method"] is DocMethod.RERANK
     for bad, message in (
-        ({"method": "magic"}, "unknown document method 'magic'"),
-        ({"top_n": 0}, "top_n must be between 1 and 200"),
-        ({"k": 2.5}, "k must be an integer"),
-        ({"margin": "foo"}, "unknown margin 'foo'"),
-        ({"rerank_weight": 2}, "rerank_weight must be between 0 and 1"),
-        ({"w1": "x"}, "w1 must be a number"),
-        ({"prefilter": "no"}, "prefilter must be true or false"),
+        ({"method": "magic"}, "method: 'magic' is not one of: sentence_avg, hide, bow, sentence_vote, count, rerank"),
+        ({"top_n": 0}, "top_n: must be at least 1 (got 0)"),
+        ({"k": 2.5}, "k: '2.5' is not a whole number"),
+        ({"margin": "foo"}, "margin: 'foo' is not one of: absolute, distance, ratio"),
+        ({"rerank_weight": 2}, "rerank_weight: must be at most 1 (got 2)"),
+        ({"w1": "x"}, "w1: 'x' is not a number"),
+        ({"prefilter": "maybe"}, "prefilter: 'maybe' is not true or false"),
+        ({"typo": 1}, "typo: is not a parameter of document runs"),
     ):
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(ValueError) as caught:
             document_run_params(bad)
+        assert str(caught.value) == message
 
 
 @pytest.mark.django_db
@@ -230,7 +234,7 @@ def test_unknown_method_fails_clearly(corpus):
     )
     execute_job(run=run)
     run.refresh_from_db()
-    assert run.status == JobStatus.FAILED and "unknown document method 'magic'" in run.error
+    assert run.status == JobStatus.FAILED and "method: 'magic' is not one of" in run.error
 
 
 @pytest.mark.django_db

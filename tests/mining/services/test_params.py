@@ -82,3 +82,22 @@ def test_same_bad_value_same_message_from_form_api_and_cli(
         call_command("mine", "tiny", "--src", "en", "--tgt", "fr", f"--{name}", value)
     assert str(exc.value) == f"{name}: {message}"
     assert MiningRun.objects.count() == 0
+
+
+def test_a_document_run_started_from_the_form_or_the_api_stores_document_parameters(corpus, staff_client) -> None:
+    from mining.core.docmethod import DocMethod
+    from mining.services.params import DocumentRunParams, SentenceRunParams
+
+    base = {"kind": "document", "src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr", "k": "6"}
+    form = RunStartForm(data=base)
+    assert form.is_valid(), form.errors
+    stored = form.run_kwargs()["params"]
+    assert stored == DocumentRunParams(k=6).to_dict() and stored["method"] == DocMethod.RERANK.value
+    # the margin neighbourhood is the sentence run's field (one definition: same default and bounds)
+    assert DocumentRunParams.__dataclass_fields__["k"].metadata == SentenceRunParams.__dataclass_fields__["k"].metadata
+    bad = {**base, "method": "magic"}
+    message = "'magic' is not one of: sentence_avg, hide, bow, sentence_vote, count, rerank"
+    assert RunStartForm(data=bad).errors["method"] == [message]
+    response = staff_client.post(reverse("api-run-list"), bad, content_type="application/json")
+    assert (response.status_code, response.json()) == (400, {"method": [message]})
+    assert MiningRun.objects.count() == 0
