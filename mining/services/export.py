@@ -35,7 +35,7 @@ from pcapp.celery import app as celery_app
 
 from ..models import MiningRun, RunKind, SentencePairCandidate
 from ..selectors import annotate_labels, kept_q, run_threshold
-from .export_documents import DocumentKeep, bitext_rows, document_records
+from .export_documents import SENTENCE_ROW_FIELDS, DocumentKeep, bitext_rows, document_records
 
 CHUNK = 2000
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -77,22 +77,7 @@ def export_queryset(*, run: MiningRun, rule: KeepRule) -> QuerySet:
     qs = annotate_labels(qs)
     if rule.mode in (KeepMode.GOOD, KeepMode.BOTH):
         qs = qs.filter(n_good__gt=models.F("n_bad"))
-    return qs.order_by("rank").values_list(
-        "rank",
-        "src_id",
-        "tgt_id",
-        "src__text",
-        "tgt__text",
-        "score",
-        "cosine",
-        "confidence",
-        "filter_reason",
-        "n_good",
-        "n_bad",
-        "calibration_id",
-        "calibration__name",
-        "calibration__version",
-    )
+    return qs.order_by("rank").values_list(*SENTENCE_ROW_FIELDS)
 
 
 def _document_keep(run: MiningRun, rule: KeepRule) -> DocumentKeep:

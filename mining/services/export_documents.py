@@ -21,6 +21,24 @@ from django.db.models import QuerySet
 from ..models import DocumentPairCandidate, JobStatus, MiningRun, RunKind, Sentence, SentencePairCandidate
 from ..selectors import annotate_labels, kept_q
 
+# The columns of one exported sentence pair, in the order every format reads them (export.py uses them too).
+SENTENCE_ROW_FIELDS = (
+    "rank",
+    "src_id",
+    "tgt_id",
+    "src__text",
+    "tgt__text",
+    "score",
+    "cosine",
+    "confidence",
+    "filter_reason",
+    "n_good",
+    "n_bad",
+    "calibration_id",
+    "calibration__name",
+    "calibration__version",
+)
+
 CHUNK = 500
 
 
@@ -89,20 +107,7 @@ def aligned_sentence_rows(*, run: MiningRun, align: MiningRun, rule: DocumentKee
         qs = qs.filter(filter_reason="")
     qs = annotate_labels(qs).order_by("doc_pair__rank", "rank")
     fields = (
-        "rank",
-        "src_id",
-        "tgt_id",
-        "src__text",
-        "tgt__text",
-        "score",
-        "cosine",
-        "confidence",
-        "filter_reason",
-        "n_good",
-        "n_bad",
-        "calibration_id",
-        "calibration__name",
-        "calibration__version",
+        *SENTENCE_ROW_FIELDS,
         "doc_pair_id",
         "doc_pair__src__external_id",
         "doc_pair__tgt__external_id",
