@@ -28,8 +28,8 @@ class VoteCalibration:
 
     artefact: Artefact | None
     model: Any | None
-    margin: Margin = Margin.RATIO
-    k: int = 4
+    margin: Margin = Margin(DEFAULT_PHI["margin"])
+    k: int = DEFAULT_PHI["k"]
     note: str = ""
 
     @property
