@@ -13,7 +13,7 @@ from .services.params import DocumentRunParams, ParamsError, RunParams, Sentence
 from .services.runs import check_run_start
 from .words import readable
 
-START_KINDS = [(k.value, k.label) for k in (RunKind.SENTENCE, RunKind.DOCUMENT, RunKind.ALIGN)]
+START_KINDS = [(k.value, k.label) for k in (RunKind.SENTENCE, RunKind.DOCUMENT, RunKind.ALIGN, RunKind.SELF_TRAIN)]
 DOC_METHOD_CHOICES = [
     (m.value, m.value.replace("_", " ") + (" (needs a trained document model)" if m.needs_model else ""))
     for m in DocMethod

@@ -284,8 +284,9 @@ class DocumentRunParams(RunParams):
 
 def start_params(kind: str, values: dict[str, Any]) -> dict[str, Any]:
     """The parameters stored on a run started from the run form or the API: a document run's are
-    DocumentRunParams', every other kind's SentenceRunParams' (alignment reads its threshold). Only the fields of
-    that class are read from `values`; ParamsError names each bad one."""
-    params: type[RunParams] = DocumentRunParams if kind == DocumentRunParams.KIND else SentenceRunParams
+    DocumentRunParams', a self-training run's SelfTrainParams', every other kind's SentenceRunParams' (alignment
+    reads its threshold). Only the fields of that class are read from `values`; ParamsError names each bad one."""
+    by_kind: dict[str, type[RunParams]] = {cls.KIND: cls for cls in (DocumentRunParams, SelfTrainParams)}
+    params = by_kind.get(kind, SentenceRunParams)
     names = [spec.name for spec in params.specs()]
     return params.from_dict({name: values[name] for name in names if name in values}).to_dict()

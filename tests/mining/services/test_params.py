@@ -101,3 +101,14 @@ def test_a_document_run_started_from_the_form_or_the_api_stores_document_paramet
     response = staff_client.post(reverse("api-run-list"), bad, content_type="application/json")
     assert (response.status_code, response.json()) == (400, {"method": [message]})
     assert MiningRun.objects.count() == 0
+
+
+def test_a_self_training_run_can_be_started_from_the_form(corpus) -> None:
+    from mining.services.params import SelfTrainParams
+
+    form = RunStartForm(
+        data={"kind": "self_train", "src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr", "k": 8}
+    )
+    assert form.is_valid(), form.errors
+    kwargs = form.run_kwargs()
+    assert kwargs["kind"] == "self_train" and kwargs["params"] == SelfTrainParams(k=8, filters=False).to_dict()
