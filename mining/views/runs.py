@@ -16,7 +16,7 @@ from ..forms import RunStartForm
 from ..models import JobStatus, MiningRun, RunKind
 from ..selectors import run_get, run_list, run_progress
 from ..services.export import export_files
-from ..services.runs import BrokerUnavailable, run_cancel, run_create, run_retry
+from ..services.runs import BrokerUnavailable, run_cancel, run_create, run_delete, run_retry
 
 
 def get_run_or_404(pk: int) -> MiningRun:
@@ -119,6 +119,25 @@ def run_retry_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return _after_action(request, run)
 
 
+@require_POST
+@staff_required
+def run_delete_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Delete a finished (or stalled) run with its candidates and files, once the box is ticked."""
+    run = get_run_or_404(pk)
+    if request.POST.get("confirm") != "yes":
+        messages.error(request, "Tick the box to confirm the deletion.")
+        return _after_action(request, run)
+    try:
+        counts = run_delete(run=run)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return _after_action(request, run)
+    messages.success(request, f"Run {pk} deleted ({counts.get('candidates', 0)} candidates).")
+    if request.htmx:
+        return HttpResponseClientRedirect(reverse("run-list"))
+    return redirect("run-list")
+
+
 urlpatterns = [
     path("runs/", run_index, name="run-list"),
     path("runs/new/", run_start, name="run-start"),
@@ -126,5 +145,6 @@ urlpatterns = [
     path("runs/<int:pk>/progress/", run_progress_partial, name="run-progress"),
     path("runs/<int:pk>/cancel/", run_cancel_view, name="run-cancel"),
     path("runs/<int:pk>/retry/", run_retry_view, name="run-retry"),
+    path("runs/<int:pk>/delete/", run_delete_view, name="run-delete"),
     path("exports/", export_index, name="export-list"),
 ]
