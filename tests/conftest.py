@@ -51,6 +51,22 @@ def register_encoder() -> Iterator:
 
 
 @pytest.fixture
+def broker_down(monkeypatch) -> None:
+    """The task broker cannot be reached: sending a task raises what kombu raises on a refused connection, and the
+    broker address that messages name is one where nothing listens. (Repointing the app's connection pools at a dead
+    port instead depends on what earlier tests left in kombu's pools.)"""
+    from kombu.exceptions import OperationalError
+
+    from pcapp.celery import app
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
+
+    monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")
+    monkeypatch.setattr(app, "send_task", refuse)
+
+
+@pytest.fixture
 def staff_user(django_user_model):
     return django_user_model.objects.create_user("staff", password="pw-staff-123", is_staff=True)
 

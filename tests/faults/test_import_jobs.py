@@ -18,30 +18,16 @@ from mining.services.jobs import JobStateError
 DATA = Path(__file__).resolve().parents[1] / "data" / "import"
 
 
-def _point_broker_at(broker: str) -> None:
-    """A fresh connection pool and producer pool on `broker`."""
-    from pcapp.celery import app
-
-    app.conf.broker_url = broker
-    app._pool = None
-    app.amqp._producer_pool = None
-
-
 @pytest.mark.django_db(transaction=True)
-def test_broker_down_at_upload_is_503_then_retry_imports_the_kept_upload(staff_api) -> None:
+def test_broker_down_at_upload_is_503_then_retry_imports_the_kept_upload(staff_api, broker_down, monkeypatch) -> None:
     from pcapp.celery import app
 
-    url = app.conf.broker_url
-    _point_broker_at("redis://127.0.0.1:1/0")  # nothing listens there
-    try:
-        with (DATA / "admin-en-fr.tsv").open("rb") as fh:
-            answer = staff_api.post(
-                "/api/corpora/import/",
-                {"name": "nobroker", "format": "tsv", "files": fh, "src_lang": "en", "tgt_lang": "fr", "header": True},
-                format="multipart",
-            )
-    finally:
-        _point_broker_at(url)
+    with (DATA / "admin-en-fr.tsv").open("rb") as fh:
+        answer = staff_api.post(
+            "/api/corpora/import/",
+            {"name": "nobroker", "format": "tsv", "files": fh, "src_lang": "en", "tgt_lang": "fr", "header": True},
+            format="multipart",
+        )
     assert answer.status_code == 503, answer.content
     assert "could not be reached" in answer.json()["detail"]
     job = ImportJob.objects.get()
@@ -49,11 +35,8 @@ def test_broker_down_at_upload_is_503_then_retry_imports_the_kept_upload(staff_a
     assert all(Path(p).exists() for p in job.paths)  # the upload is kept for the retry
 
     sent: list[list] = []
-    app.send_task = lambda name, args=None, **kw: sent.append([name, args])  # the broker is back (no worker here)
-    try:
-        retried = staff_api.post(reverse("api-import-retry", args=[job.pk]))
-    finally:
-        del app.send_task
+    monkeypatch.setattr(app, "send_task", lambda name, args=None, **kw: sent.append([name, args]))  # broker back
+    retried = staff_api.post(reverse("api-import-retry", args=[job.pk]))
     assert retried.status_code == 202, retried.content
     assert sent == [["mining.import_corpus", [job.pk]]]
     job.refresh_from_db()

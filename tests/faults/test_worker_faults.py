@@ -222,29 +222,16 @@ def test_a_run_whose_only_worker_died_stalls_and_retry_resumes_its_done_shards(
 
 
 def test_broker_down_at_creation_answers_503_and_leaves_nothing_pending(
-    transactional_db, settings, staff_user, register_encoder
+    transactional_db, settings, staff_user, register_encoder, broker_down
 ):
-    from pcapp.celery import app
-
     corpus, encoder = _synthetic(50, register_encoder, name="nobroker")
     api = APIClient()
     api.force_authenticate(staff_user)
-    url = app.conf.broker_url
-
-    def point_at(broker: str) -> None:  # a fresh connection pool and producer pool on `broker`
-        app.conf.broker_url = broker
-        app._pool = None
-        app.amqp._producer_pool = None
-
-    point_at("redis://127.0.0.1:1/0")  # nothing listens there
-    try:
-        answer = api.post(
-            "/api/runs/",
-            {"kind": "sentence", "src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr", "encoder": encoder.pk},
-            format="json",
-        )
-    finally:
-        point_at(url)
+    answer = api.post(
+        "/api/runs/",
+        {"kind": "sentence", "src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr", "encoder": encoder.pk},
+        format="json",
+    )
     assert answer.status_code == 503, answer.content
     assert "task broker (redis://127.0.0.1:1/0) could not be reached" in answer.json()["detail"]
     run = MiningRun.objects.get()
