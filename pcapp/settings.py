@@ -164,6 +164,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "pcapp API",
     "VERSION": "1.0.0",
     # Swagger UI from drf-spectacular-sidecar's static files, not a CDN: /api/docs/ works on an offline machine.
+    # The schema and its docs are for signed-in users only (they describe every endpoint and its parameters).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
