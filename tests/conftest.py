@@ -62,6 +62,8 @@ def broker_down(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
 
+    # Celery reads CELERY_BROKER_URL from the environment before its own setting (the launcher sets it for the tests).
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")
     monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")
     monkeypatch.setattr(app, "send_task", refuse)
 
