@@ -17,7 +17,7 @@ products (``Compute.BF16``, the default where the CPU has bf16 units); "model on
 pre-tokenised batches. The cosine of the two paths' embeddings is printed over the distinct English and
 French strings used (issue 18: >= 0.999 on every sentence; >= 3x the reference's sentences/s at equal threads).
 
-Yardsticks (PERFORMANCE.md): DAN end to end >= 20k sentences/s per core at batch >= 256; with N threads
+Yardsticks (figures in docs/BENCHMARKS.md): DAN end to end >= 20k sentences/s per core at batch >= 256; with N threads
 a stage should reach >= 0.9 x N x its 1-thread rate (on a machine with N free cores). Not a test.
 """
 

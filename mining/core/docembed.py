@@ -1,4 +1,6 @@
-"""Document embeddings behind one interface (Guo et al. 2019; METHODS.md 4b): Sentence-Avg, Document BoW, HiDE.
+"""Document embeddings behind one interface (Guo et al. 2019): Sentence-Avg, Document BoW, HiDE.
+
+The methods and their papers are summarised in docs/METHODS-NOTES.md.
 
 A `DocumentEmbedder` turns a batch of one side's documents (`Documents`: the flat sentence texts and/or their frozen
 sentence embeddings, grouped by `offsets`) into (n_docs, d) float32 rows, L2-normalised, so that retrieval over

@@ -1,4 +1,4 @@
-"""A cheap pre-filter for candidate document pairs (Afli et al. 2017; METHODS.md 4c).
+"""A cheap pre-filter for candidate document pairs (Afli et al. 2017; see docs/METHODS-NOTES.md).
 
 Translations keep roughly their original's length and carry over its numbers and many of its names. For a
 (source document, target document) pair the filter compares:
