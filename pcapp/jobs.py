@@ -27,7 +27,8 @@ def run_handlers() -> dict[str, RunHandler]:
     from feedback.services.calibration import execute_calibrate
     from feedback.services.fine_tuning import execute_fine_tune
     from mining.services.calibrators import execute_apply_calibration
-    from mining.services.document_runs import execute_align_run, execute_document_run, execute_train_doc_model
+    from mining.services.doc_models import execute_train_doc_model
+    from mining.services.document_runs import execute_align_run, execute_document_run
     from mining.services.mining_runs import execute_sentence_run
     from mining.services.self_training import execute_self_train_run
     from mining.services.training_runs import execute_train_encoder

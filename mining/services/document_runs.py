@@ -1,5 +1,5 @@
-"""Document runs: match documents (Sentence-Avg, HiDE, Document BoW, sentence-vote, count baseline), align matched
-pairs into sentence pairs, and train a document model (HiDE or Document BoW) on a corpus's gold document pairs.
+"""Document runs: match documents (retrieve-then-rerank, Sentence-Avg, HiDE, Document BoW, sentence-vote, count
+baseline) and align matched pairs into sentence pairs. Training a document model is mining.services.doc_models'.
 
 The numeric work is in mining.core (docembed, docmatch, docvote, align, knn, candidates); this module loads, calls and
 saves.
@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from django.conf import settings
@@ -24,16 +23,13 @@ from ..core.docembed import (
     Documents,
     Hide,
     SentenceAvg,
-    document_bow_config,
-    train_document_bow,
 )
 from ..core.docfilter import DEFAULT_THRESHOLDS, PrefilterThresholds, document_stats
-from ..core.docmatch import HideConfig, HideModel, HideValidation, train_hide
+from ..core.docmatch import HideModel
 from ..core.docmethod import DocMethod
 from ..core.docrerank import DEFAULT_WEIGHT as DEFAULT_RERANK_WEIGHT
 from ..core.docrun import Confidence, DocMatchConfig, DocumentMatch
 from ..core.docrun import match_documents as core_match
-from ..core.encoders.dan import DanConfig
 from ..db.bulk import copy_rows
 from ..models import (
     Artefact,
@@ -53,11 +49,7 @@ from .progress import ProgressReporter
 from .runs import run_record_timing
 from .vote_calibration import vote_calibration
 
-DOC_MODELS = ("hide", "bow")  # TRAIN_DOC_MODEL's params.model; also the artefact names
 
-
-# A document run's parameters and their defaults, read and checked by `document_run_params` alone (until a typed
-# parameter object per run kind replaces both). Integer parameters' bounds:
 def document_run_params(params: dict) -> dict:
     """A document run's parameters, checked and typed by DocumentRunParams (method a `DocMethod`, margin a `Margin`,
     ...), as a dict of field -> value; ParamsError (a ValueError) names each bad parameter."""
@@ -81,15 +73,6 @@ def match_config(p: dict, *, prefilter: PrefilterThresholds = DEFAULT_THRESHOLDS
         prefilter=prefilter if p["prefilter"] else None,
         ranked=3,
     )
-
-
-def check_doc_model_params(model: str, params: dict) -> None:
-    """Raise ValueError for a TRAIN_DOC_MODEL parameter that `model`'s training would not read."""
-    config = HideConfig if model == "hide" else DanConfig
-    extra = {"seed", "model", "validation"} if model == "hide" else {"seed", "model"}
-    unknown = set(params) - {f.name for f in dataclasses.fields(config)} - extra
-    if unknown:
-        raise ValueError(f"unknown {model} training parameters: {', '.join(sorted(unknown))}")
 
 
 @dataclass(frozen=True)
@@ -135,7 +118,7 @@ def doc_side(corpus: Corpus, lang: str) -> DocSide:
     )
 
 
-def _embed(run: MiningRun, corpus: Corpus, lang: str, side: DocSide, reporter: ProgressReporter) -> np.ndarray:
+def embed_doc_side(run: MiningRun, corpus: Corpus, lang: str, side: DocSide, reporter: ProgressReporter) -> np.ndarray:
     encoder = load_encoder(run.encoder)
     return embed_side(
         corpus=corpus,
@@ -258,9 +241,9 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     if method.reads_sentence_embeddings:
         t0 = time.perf_counter()
         reporter.update(stage="embed-src", done=0, total=len(src.texts), force=True)
-        s_emb = _embed(run, run.src_corpus, run.src_lang, src, reporter)
+        s_emb = embed_doc_side(run, run.src_corpus, run.src_lang, src, reporter)
         reporter.update(stage="embed-tgt", done=0, total=len(tgt.texts), force=True)
-        t_emb = _embed(run, run.tgt_corpus, run.tgt_lang, tgt, reporter)
+        t_emb = embed_doc_side(run, run.tgt_corpus, run.tgt_lang, tgt, reporter)
         run_record_timing(run=run, stage="embed", seconds=time.perf_counter() - t0)
     reporter.update(stage="match", force=True)
     t0 = time.perf_counter()
@@ -366,8 +349,8 @@ def execute_align_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     src = doc_side(parent.src_corpus, parent.src_lang)
     tgt = doc_side(parent.tgt_corpus, parent.tgt_lang)
     reporter.update(stage="embed", force=True)
-    s_emb = _embed(run, parent.src_corpus, parent.src_lang, src, reporter)
-    t_emb = _embed(run, parent.tgt_corpus, parent.tgt_lang, tgt, reporter)
+    s_emb = embed_doc_side(run, parent.src_corpus, parent.src_lang, src, reporter)
+    t_emb = embed_doc_side(run, parent.tgt_corpus, parent.tgt_lang, tgt, reporter)
     s_index = {int(d): i for i, d in enumerate(src.doc_ids)}
     t_index = {int(d): i for i, d in enumerate(tgt.doc_ids)}
     reporter.update(stage="align", done=0, total=len(pairs), force=True)
@@ -453,116 +436,6 @@ def _write_aligned(run: MiningRun, rows: list) -> int:
     )
 
 
-# HiDE holds out this share of the gold document pairs (params.validation) and keeps the epoch that retrieves best on
-# them (epoch 0: untrained, which with skip towers is Sentence-Avg), when there are at least this many pairs (or the
-# run asks for a share).
-HIDE_VALIDATION_SHARE = 0.1
-HIDE_VALIDATION_MIN_PAIRS = 20
-
-
-def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
-    """Train a document model (params.model: "hide", the default, or "bow") on the corpus's gold document pairs
-    between run.src_lang and run.tgt_lang; store it as the next version of that document-model artefact."""
-    name = run.params.get("model", "hide")
-    if name not in DOC_MODELS:
-        raise ValueError(f"unknown document model '{name}' (known: {', '.join(DOC_MODELS)})")
-    if name == "hide" and run.encoder is None:
-        MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
-        run.refresh_from_db()
-    src, tgt = doc_side(run.src_corpus, run.src_lang), doc_side(run.src_corpus, run.tgt_lang)
-    s_index = {int(d): i for i, d in enumerate(src.doc_ids)}
-    t_index = {int(d): i for i, d in enumerate(tgt.doc_ids)}
-    gold = [
-        (s_index[s], t_index[t])
-        for s, t in gold_doc_pairs(run.src_corpus, run.src_lang, run.tgt_lang)
-        if s in s_index and t in t_index
-    ]
-    if len(gold) < 2:
-        raise ValueError(
-            f"corpus '{run.src_corpus}' has {len(gold)} gold {run.src_lang}-{run.tgt_lang} document "
-            f"pairs with sentences; {'HiDE' if name == 'hide' else 'Document BoW'} needs at least 2"
-        )
-    train = _train_bow if name == "bow" else _train_hide
-    model, params = train(run, src, tgt, gold, reporter)
-    folder = Path(settings.PCAPP_DATA_DIR) / "models" / "documents" / f"run-{run.pk}"
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save(folder / f"{name}.pt")
-    from .training_runs import artefact_create
-
-    n_val = params.get("validation_pairs", 0)  # HiDE only
-    metrics = {"train_pairs": len(gold) - n_val}
-    if n_val:
-        metrics.update(
-            validation_pairs=n_val,
-            validation_p_at_1=model.history,
-            validation_margin=model.margins,
-            best_epoch=model.best_epoch,
-        )
-    artefact = artefact_create(
-        kind=ArtefactKind.DOC_MODEL, name=name, path=folder / f"{name}.pt", run=run, params=params, metrics=metrics
-    )
-    return {"artefact_id": artefact.pk, "version": artefact.version, **metrics}
-
-
-def _train_hide(
-    run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int, int]], reporter: ProgressReporter
-) -> tuple[HideModel, dict]:
-    """HiDE over the run encoder's sentence embeddings of the gold pairs' documents; (model, artefact params)."""
-    reporter.update(stage="embed", force=True)
-    s_emb = _embed(run, run.src_corpus, run.src_lang, src, reporter)
-    t_emb = _embed(run, run.src_corpus, run.tgt_lang, tgt, reporter)
-    seed = int(run.params.get("seed", 0))
-    share = float(run.params.get("validation", HIDE_VALIDATION_SHARE))
-    asked = "validation" in run.params  # an explicit share applies at any size
-    n_val = int(round(share * len(gold))) if asked or len(gold) >= HIDE_VALIDATION_MIN_PAIRS else 0
-    if n_val < 2 or len(gold) - n_val < 2:  # P@1 over one document, or training on one pair, means nothing
-        n_val = 0
-    order = np.random.default_rng([seed, 11]).permutation(len(gold))
-    held, kept = [gold[i] for i in order[:n_val]], [gold[i] for i in order[n_val:]]
-    s_rows, s_off = _select_docs(s_emb, src.offsets, [g[0] for g in kept])
-    t_rows, t_off = _select_docs(t_emb, tgt.offsets, [g[1] for g in kept])
-    validation = None
-    if n_val:
-        vs, vs_off = _select_docs(s_emb, src.offsets, [g[0] for g in held])
-        vt, vt_off = _select_docs(t_emb, tgt.offsets, [g[1] for g in held])
-        validation = HideValidation(vs, vs_off, vt, vt_off)
-    known = {f for f in HideConfig.__dataclass_fields__}
-    cfg = HideConfig(**{k: (tuple(v) if k == "hidden" else v) for k, v in run.params.items() if k in known})
-    reporter.update(stage="train", done=0, force=True)
-    t0 = time.perf_counter()
-    model = train_hide(
-        s_rows, s_off, t_rows, t_off, config=cfg, seed=seed, progress=reporter.progress, validation=validation
-    )
-    run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
-    return model, {**run.params, "encoder": run.encoder.pk, "validation_pairs": n_val}
-
-
-def _train_bow(
-    run: MiningRun, src: DocSide, tgt: DocSide, gold: list[tuple[int, int]], reporter: ProgressReporter
-) -> tuple[DocumentBow, dict]:
-    """Document BoW on the gold pairs' whole texts (no sentence encoder); (model, artefact params).
-
-    DanConfig fields in run.params override `document_bow_config()`'s."""
-    s_texts = Documents(src.offsets, src.texts).texts()
-    t_texts = Documents(tgt.offsets, tgt.texts).texts()
-    known = {f.name for f in dataclasses.fields(DanConfig)}
-    cfg = document_bow_config(**{k: v for k, v in run.params.items() if k in known})
-    reporter.update(stage="train", done=0, force=True)
-    t0 = time.perf_counter()
-    model = train_document_bow(
-        [s_texts[i] for i, _ in gold],
-        [t_texts[j] for _, j in gold],
-        run.src_lang,
-        run.tgt_lang,
-        cfg,
-        int(run.params.get("seed", 0)),
-        progress=reporter.progress,
-        threads=settings.PCAPP_COMPUTE_THREADS,
-    )
-    run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
-    return model, {**cfg.to_dict(), **run.params, "model": "bow"}
-
-
 def gold_doc_pairs(corpus: Corpus, src_lang: str, tgt_lang: str) -> list[tuple[int, int]]:
     out = []
     for s, sl, t, tl in GoldDocumentPair.objects.filter(corpus=corpus).values_list(
@@ -573,9 +446,3 @@ def gold_doc_pairs(corpus: Corpus, src_lang: str, tgt_lang: str) -> list[tuple[i
         elif (sl, tl) == (tgt_lang, src_lang):
             out.append((t, s))
     return out
-
-
-def _select_docs(emb: np.ndarray, offsets: np.ndarray, docs: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.array([offsets[d + 1] - offsets[d] for d in docs], dtype=np.int64)
-    rows = np.concatenate([np.arange(offsets[d], offsets[d + 1]) for d in docs])
-    return emb[rows], np.concatenate([[0], np.cumsum(lengths)])

@@ -7,7 +7,8 @@ from django.core.management.base import BaseCommand, CommandError
 from mining.core.docmethod import DocMethod
 from mining.management.commands._args import add_param_arguments, params_from_options
 from mining.models import Corpus, MiningRun, RunKind
-from mining.services.document_runs import check_doc_model_params, execute_document_run, execute_train_doc_model
+from mining.services.doc_models import check_doc_model_params, execute_train_doc_model
+from mining.services.document_runs import execute_document_run
 from mining.services.execute import execute_run_service
 from mining.services.params import DocumentRunParams
 from mining.services.runs import run_create
