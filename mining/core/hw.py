@@ -80,6 +80,18 @@ def cpu_compute() -> Compute:
     return Compute.BF16 if bf16_supported() else Compute.FP32
 
 
+def resolve_compute(compute: Compute | str | None) -> Compute:
+    """The CPU arithmetic asked for: a Compute, its value ("bf16", "fp32"), or None / "auto" (``cpu_compute()``)."""
+    if compute is None or compute == "auto":
+        return cpu_compute()
+    if isinstance(compute, Compute):
+        return compute
+    try:
+        return Compute(compute)
+    except ValueError:
+        raise ValueError(f"compute must be 'auto', 'bf16' or 'fp32', got {compute!r}") from None
+
+
 def cuda_available() -> bool:
     """Whether torch sees a CUDA device (``PCAPP_DEVICE=cpu`` hides it)."""
     if os.environ.get("PCAPP_DEVICE", "").strip().lower() == "cpu":

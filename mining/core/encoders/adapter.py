@@ -34,6 +34,7 @@ from mining.core.encoders.base import (
     normalize_lang,
 )
 from mining.core.encoders.dan_train import _index_texts, mine_hard_negatives
+from mining.core.hw import Compute, resolve_compute
 from mining.core.knn import knn_exact
 from mining.core.losses import additive_margin_softmax_loss
 from mining.core.metrics import precision_at_n
@@ -87,16 +88,25 @@ class AdapterModel(nn.Module):
     def forward(self, x: torch.Tensor, side: str) -> torch.Tensor:
         return nn.functional.normalize(self.towers[side](x), dim=1)
 
-    def transform(self, emb: np.ndarray, side: str, *, batch_size: int = 8192) -> np.ndarray:
-        """(n, dim) float32 unit rows: the adapted embeddings of one side's base embeddings."""
+    def transform(
+        self, emb: np.ndarray, side: str, *, batch_size: int = 8192, compute: Compute = Compute.FP32
+    ) -> np.ndarray:
+        """(n, dim) float32 unit rows: the adapted embeddings of one side's base embeddings.
+
+        ``compute`` BF16 runs the tower's matrix products in bf16 (torch's CPU autocast: bf16 inputs and weights,
+        fp32 accumulation; the activations between layers are then bf16 too): cosine to the FP32 rows >= 0.999.
+        FP32 (the default) is the training arithmetic.
+        """
         if side not in SIDES:
             raise ValueError(f"side must be 'src' or 'tgt', got {side!r}")
         out = np.empty((len(emb), self.dim), dtype=np.float32)
         self.eval()
-        with torch.no_grad():
+        bf16 = compute is Compute.BF16
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             for start in range(0, len(emb), batch_size):
                 x = torch.from_numpy(np.ascontiguousarray(emb[start : start + batch_size], dtype=np.float32))
-                out[start : start + len(x)] = self(x, side).numpy()
+                y = self.towers[side](x)
+                out[start : start + len(x)] = nn.functional.normalize(y.to(torch.float32), dim=1).numpy()
         return out
 
     def state(self) -> dict:
@@ -266,12 +276,21 @@ def train_adapter(
 class AdaptedEncoder(SentenceEncoder):
     """A base encoder followed by an adapter's source or target tower, chosen by the language.
 
-    Saved as one file holding the base encoder's registry name, the two languages and the adapter.
+    Saved as one file holding the base encoder's registry name, the two languages and the adapter. ``compute``:
+    the adapter tower's arithmetic ("auto": bf16 where the CPU has bf16 units; "bf16", "fp32" or a ``Compute``).
     """
 
-    def __init__(self, base: SentenceEncoder, model: AdapterModel, src_lang: str, tgt_lang: str) -> None:
+    def __init__(
+        self,
+        base: SentenceEncoder,
+        model: AdapterModel,
+        src_lang: str,
+        tgt_lang: str,
+        compute: Compute | str | None = "auto",
+    ) -> None:
         self.base = base
         self.model = model
+        self.compute = resolve_compute(compute)
         self.src_lang, self.tgt_lang = normalize_lang(src_lang), normalize_lang(tgt_lang)
         if self.src_lang == self.tgt_lang:
             raise ValueError("an adapter needs two different languages")
@@ -291,7 +310,7 @@ class AdaptedEncoder(SentenceEncoder):
         self, texts: list[str], lang: str, *, batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None
     ) -> np.ndarray:
         base = self.base.encode(texts, lang, batch_size=batch_size, progress=progress)
-        return self.model.transform(base, self.side(lang))
+        return self.model.transform(base, self.side(lang), compute=self.compute)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the adapter atomically (the base encoder is referred to by its registry name)."""
@@ -309,10 +328,16 @@ class AdaptedEncoder(SentenceEncoder):
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], *, load_base: Callable[..., SentenceEncoder], threads: int | None = 1
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        load_base: Callable[..., SentenceEncoder],
+        threads: int | None = 1,
+        compute: Compute | str | None = "auto",
     ) -> AdaptedEncoder:
         """The adapted encoder saved at `path`; `load_base(name, threads=...)` builds its base (the registry's
         `get_encoder`, passed in so this module does not import the registry that imports it)."""
         data = torch.load(path, weights_only=False)
         base = load_base(data["base"], threads=threads or 1)
-        return cls(base, AdapterModel.from_state(data["adapter"]), data["src_lang"], data["tgt_lang"])
+        model = AdapterModel.from_state(data["adapter"])
+        return cls(base, model, data["src_lang"], data["tgt_lang"], compute=compute)

@@ -31,6 +31,7 @@ from mining.core.encoders.base import (
     normalize_lang,
 )
 from mining.core.encoders.tokenize import FeatureHasher, HashedBatch
+from mining.core.hw import Compute, resolve_compute
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +151,30 @@ class DanTower(nn.Module):
             x = h + x if h.shape == x.shape else h
         return F.normalize(self.projection(x), dim=1)
 
+    def forward_bf16(self, ids: torch.Tensor, offsets: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
+        """``forward`` with bf16 matrix products (inference only): the fp32 activations and ``weights`` (each layer's
+        and the projection's weight, transposed, as ``bf16_weights`` gives them) in bf16, fp32 accumulation; the
+        feature sum, biases, residuals and the normalisation stay fp32.
+
+        Returns:
+            (n, out_dim) float32, rows L2-normalised (cosine to ``forward``'s >= 0.9999 measured).
+        """
+        counts = (offsets[1:] - offsets[:-1]).clamp(min=1).to(torch.float32)
+        x = self.embedding(ids, offsets[:-1]) / counts.sqrt().unsqueeze(1)
+        last = len(self.layers) - 1
+        for i, (layer, w) in enumerate(zip(self.layers, weights, strict=False)):
+            h = torch.mm(x.to(torch.bfloat16), w).to(torch.float32).add_(layer.bias)
+            if i < last:
+                h = F.relu_(h)
+            x = h.add_(x) if h.shape == x.shape else h
+        out = torch.mm(x.to(torch.bfloat16), weights[-1]).to(torch.float32).add_(self.projection.bias)
+        return F.normalize(out, dim=1)
+
+    def bf16_weights(self) -> list[torch.Tensor]:
+        """The layers' and the projection's weights as (in, out) bf16 copies, for ``forward_bf16``."""
+        mats = [layer.weight for layer in self.layers] + [self.projection.weight]
+        return [m.detach().T.contiguous().to(torch.bfloat16) for m in mats]
+
     def dense_parameters(self) -> list[nn.Parameter]:
         """Every parameter but the (sparse-gradient) feature embeddings."""
         return [p for name, p in self.named_parameters() if not name.startswith("embedding.")]
@@ -230,11 +255,21 @@ class DanEncoder(SentenceEncoder):
         src_lang: language of the source tower.
         tgt_lang: language of the target tower (must differ from ``src_lang``).
         threads: torch intra-op threads while encoding (None: the process setting).
+        compute: "auto" (bf16 matrix products where the CPU has bf16 units, ``hw.cpu_compute()``), "bf16" or
+            "fp32" (the training arithmetic), or a ``Compute``. bf16 embeddings are the fp32 ones to cosine
+            >= 0.999 (``DanTower.forward_bf16``).
     """
 
     name = "dan"
 
-    def __init__(self, model: DanDualEncoder, src_lang: str, tgt_lang: str, threads: int | None = 1) -> None:
+    def __init__(
+        self,
+        model: DanDualEncoder,
+        src_lang: str,
+        tgt_lang: str,
+        threads: int | None = 1,
+        compute: Compute | str | None = "auto",
+    ) -> None:
         self.src_lang, self.tgt_lang = normalize_lang(src_lang), normalize_lang(tgt_lang)
         if self.src_lang == self.tgt_lang:
             raise ValueError(f"source and target languages must differ, both are {self.src_lang!r}")
@@ -243,6 +278,7 @@ class DanEncoder(SentenceEncoder):
         self.dim = model.config.out_dim
         self.languages = frozenset({self.src_lang, self.tgt_lang})
         self.threads = threads
+        self.compute = resolve_compute(compute)
         self._hasher = model.config.hasher()
 
     def side_of(self, lang: str) -> Side:
@@ -257,9 +293,13 @@ class DanEncoder(SentenceEncoder):
         out = np.empty((n, self.dim), dtype=np.float32)
         tower = self.model.tower(side)
         with torch_threads(self.threads), torch.inference_mode():
+            # bf16 copies per call (about 1 ms): a model still being trained never meets stale weights
+            weights = tower.bf16_weights() if self.compute is Compute.BF16 else None
             for start in range(0, n, batch_size):
                 stop = min(start + batch_size, n)
-                out[start:stop] = tower(*batch_tensors(self._hasher(texts[start:stop]))).numpy()
+                ids, offsets = batch_tensors(self._hasher(texts[start:stop]))
+                emb = tower(ids, offsets) if weights is None else tower.forward_bf16(ids, offsets, weights)
+                out[start:stop] = emb.numpy()
                 if progress is not None:
                     progress(stop, n)
         return out
@@ -269,14 +309,16 @@ class DanEncoder(SentenceEncoder):
         save_checkpoint(path, checkpoint_dict(self.model, self.src_lang, self.tgt_lang))
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, threads: int | None = 1) -> DanEncoder:
+    def load(
+        cls, path: str | os.PathLike[str], *, threads: int | None = 1, compute: Compute | str | None = "auto"
+    ) -> DanEncoder:
         """Load a checkpoint written by ``save`` or ``train_dan`` (a mid-training one loads its weights)."""
         data = load_checkpoint(path)
         model = DanDualEncoder(DanConfig.from_dict(data["config"]))
         model.load_state_dict(data["model"])
         if not data.get("finished", False):
             logger.warning("%s is a mid-training checkpoint; loading its current weights", path)
-        return cls(model, data["src_lang"], data["tgt_lang"], threads=threads)
+        return cls(model, data["src_lang"], data["tgt_lang"], threads=threads, compute=compute)
 
 
 def checkpoint_dict(

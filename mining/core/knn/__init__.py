@@ -1,7 +1,9 @@
 """k nearest neighbours by inner product over L2-normalised float32 rows, in both directions.
 
-Modules: ``exact`` (flat search, and both directions from one pass of similarity tiles), ``ivf`` (an IVF-Flat
-index trained on a seeded sample), ``common`` (input checks and helpers both use). ``knn_search`` and ``knn_both``
+Modules: ``exact`` (flat search, and both directions from one pass of similarity tiles), ``bf16`` (the same from
+bf16 tiles with a proved fp32 re-score, one direction or both), ``ivf`` (an IVF-Flat index trained on a seeded
+sample), ``common`` (input checks and helpers both use), ``tiles`` (the heaps the tiled paths share), ``shards``
+(searching one index shard and merging the shards' lists). ``knn_search`` and ``knn_both``
 dispatch on ``KnnMethod``; ``knn_method_for`` picks one by size.
 """
 
@@ -12,7 +14,7 @@ import enum
 import numpy as np
 
 from mining.core.hw import Compute, cpu_compute
-from mining.core.knn.bf16 import knn_both_ways_bf16
+from mining.core.knn.bf16 import knn_both_ways_bf16, knn_exact_bf16
 from mining.core.knn.exact import knn_both_ways, knn_exact
 from mining.core.knn.ivf import build_ivf, knn_approx, knn_both_ways_approx
 from mining.core.types import KnnResult
@@ -27,6 +29,7 @@ __all__ = [
     "knn_both_ways_approx",
     "knn_both_ways_bf16",
     "knn_exact",
+    "knn_exact_bf16",
     "knn_method_for",
     "knn_search",
 ]
@@ -49,10 +52,24 @@ def knn_method_for(n_queries: int, n_base: int, *, exact_max_pairs: int = EXACT_
 
 
 def knn_search(
-    queries: np.ndarray, base: np.ndarray, k: int, method: KnnMethod = KnnMethod.EXACT, **params: object
+    queries: np.ndarray,
+    base: np.ndarray,
+    k: int,
+    method: KnnMethod = KnnMethod.EXACT,
+    *,
+    compute: Compute | None = None,
+    **params: object,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One-direction kNN by ``method`` (params go to ``knn_exact`` or ``knn_approx``)."""
+    """One-direction kNN by ``method`` (params go to ``knn_exact[_bf16]`` or ``knn_approx``).
+
+    EXACT runs in ``compute`` arithmetic as ``knn_both`` does: BF16 (``knn_exact_bf16``: bf16 tiles with the
+    proved fp32 re-score, the fp32 neighbours and similarities) or FP32 (faiss' flat search); default
+    ``cpu_compute()``. ``batch_size`` only applies to the FP32 path (the bf16 path is tiled).
+    """
     if method is KnnMethod.EXACT:
+        if (compute or cpu_compute()) is Compute.BF16:
+            params.pop("batch_size", None)
+            return knn_exact_bf16(queries, base, k, **params)  # type: ignore[arg-type]
         return knn_exact(queries, base, k, **params)  # type: ignore[arg-type]
     if method is KnnMethod.IVF:
         return knn_approx(queries, base, k, **params)  # type: ignore[arg-type]

@@ -15,9 +15,9 @@ import faiss
 import numpy as np
 
 from mining.core.hw import Compute, cpu_compute
-from mining.core.knn.bf16 import knn_both_ways_bf16
+from mining.core.knn.bf16 import knn_both_ways_bf16, knn_exact_bf16
 from mining.core.knn.common import check_matrix, empty_result, missing_to_neg_inf
-from mining.core.knn.exact import knn_exact
+from mining.core.knn.exact import knn_both_ways, knn_exact
 from mining.core.knn.ivf import build_ivf
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "merge_topk",
     "row_shards",
     "search_exact_shard",
+    "search_exact_shard_both",
 ]
 
 # k-means points per inverted list when training the shared quantizer (as the one-index IVF path uses).
@@ -82,7 +83,7 @@ def search_exact_shard(
     """Exact top-k of each query among one index shard whose first row is global row `offset`.
 
     With ``compute`` BF16 (the default where the CPU has bf16 units) the similarities come from bf16 tiles with an
-    exact re-score that proves the fp32 top-k (``knn_both_ways_bf16``); with FP32, from faiss' flat search. Both give
+    exact re-score that proves the fp32 top-k (``knn_exact_bf16``); with FP32, from faiss' flat search. Both give
     the same neighbours and similarities (to 1e-6).
 
     Args:
@@ -93,11 +94,36 @@ def search_exact_shard(
         sims (nq, min(k, nb)) float32 and global ids (nq, min(k, nb)) int64 (-1 where missing).
     """
     if (compute or cpu_compute()) is Compute.BF16 and len(queries) and len(base):
-        result = knn_both_ways_bf16(queries, base, k)
-        sims, ids = result.fwd_sims, result.fwd_ids
+        sims, ids = knn_exact_bf16(queries, base, k)
     else:
         sims, ids = knn_exact(queries, base, k)
     return sims, np.where(ids >= 0, ids + int(offset), -1)
+
+
+def search_exact_shard_both(
+    queries: np.ndarray, base: np.ndarray, k: int, q_offset: int, b_offset: int, *, compute: Compute | None = None
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Exact top-k both ways between a query shard and an index shard, from ONE pass of similarity tiles.
+
+    The query rows' top-k among the index shard (as ``search_exact_shard``) and the index rows' top-k among the
+    query shard, which a run merges over the query shards into the other direction's lists instead of computing
+    every tile a second time. BF16 (default where the CPU has bf16 units): ``knn_both_ways_bf16``; FP32:
+    ``knn_both_ways`` (fp32 tiles); the same neighbours and similarities (to 1e-6).
+
+    Args:
+        queries: (nq, d) float32 or float16 rows L2-normalised, global rows q_offset..; base: (nb, d) likewise,
+            global rows b_offset...
+
+    Returns:
+        ((sims (nq, min(k, nb)), global base ids), (sims (nb, min(k, nq)), global query ids)); float32 / int64.
+    """
+    if (compute or cpu_compute()) is Compute.BF16 and len(queries) and len(base):
+        res = knn_both_ways_bf16(queries, base, k)
+    else:
+        res = knn_both_ways(np.asarray(queries, dtype=np.float32), np.asarray(base, dtype=np.float32), k)
+    fwd_ids = np.where(res.fwd_ids >= 0, res.fwd_ids + int(b_offset), -1)
+    bwd_ids = np.where(res.bwd_ids >= 0, res.bwd_ids + int(q_offset), -1)
+    return (res.fwd_sims, fwd_ids), (res.bwd_sims, bwd_ids)
 
 
 def ivf_nlist(n: int) -> int:

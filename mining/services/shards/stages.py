@@ -4,6 +4,7 @@ shard function (`STAGE_FN`, which the candidate stages complete)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import faiss
 import numpy as np
@@ -18,6 +19,7 @@ from ...core.knn.shards import (
     ivf_train,
     merge_topk,
     search_exact_shard,
+    search_exact_shard_both,
 )
 from ...core.margin import neighbourhood_means
 from ...models import MiningRun
@@ -25,7 +27,7 @@ from ..embeddings import embeddings_dir, load_shard, save_shard, shard_path, sid
 from ..encoders import encoder_default, load_encoder
 from .candidates import CANDIDATE_STAGE_FN
 from .context import Ctx, sentence_texts, side_corpus, side_embedding, side_ids
-from .plan import Plan, ShardError, save_npy, save_npz, write_atomic
+from .plan import Plan, ShardError, load_npz, save_npy, save_npz, write_atomic
 
 IVF_SEED = 0
 
@@ -120,14 +122,41 @@ def _search_dir(plan: Plan, shard_no: int) -> tuple[str, int, str]:
     return ("fwd", shard_no, "src") if shard_no < n_src else ("bwd", shard_no - n_src, "tgt")
 
 
+def _bwd_part(ctx: Ctx, tgt_shard: int, src_shard: int) -> Path:
+    """Where an exact forward search shard leaves a target shard's top-k among one source shard (the shared pass)."""
+    return ctx.folder / "search" / f"bwdpart-{tgt_shard:05d}-{src_shard:05d}.npz"
+
+
+def _shared_bwd(ctx: Ctx, plan: Plan, j: int, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Target shard j's exact top-k merged from the forward shards' shared tile passes; None while one is missing."""
+    paths = [_bwd_part(ctx, j, i) for i in range(len(plan.src_shards))]
+    if not all(p.exists() for p in paths):
+        return None
+    parts = [load_npz(p) for p in paths]
+    return merge_topk([(p["sims"], p["ids"]) for p in parts], k)
+
+
 def _stage_search(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
+    """One query shard's top-k over every index shard of the other side.
+
+    Exact search makes each similarity tile once: a forward shard searches both ways against every target shard
+    (``search_exact_shard_both``) and leaves the target rows' lists beside its own; a backward shard merges those
+    when every forward shard has left them (always in the in-process order), else searches by itself.
+    """
     plan = ctx.need_plan
     direction, j, q_side = _search_dir(plan, shard_no)
     b_side = "tgt" if q_side == "src" else "src"
-    queries = side_embedding(ctx, q_side, j)
     base_shards = plan.tgt_shards if b_side == "tgt" else plan.src_shards
     n_base = plan.n_tgt if b_side == "tgt" else plan.n_src
     k = min(ctx.params.k, n_base)
+    out = ctx.folder / "search" / f"{direction}-{j:05d}.npz"
+    shared = _shared_bwd(ctx, plan, j, k) if not plan.ivf and direction == "bwd" else None
+    if shared is not None:
+        sims, ids = shared
+        save_npz(out, sims=sims, ids=ids, mean=neighbourhood_means(np.where(ids >= 0, sims, -np.inf), k))
+        return {"direction": direction, "rows": int(len(sims)), "index_shards": 0, "shared_pass": True}
+    queries = side_embedding(ctx, q_side, j)
+    q_start = (plan.src_shards if q_side == "src" else plan.tgt_shards)[j][0]
     parts = []
     assign = None
     if plan.ivf:  # the queries' lists under the shared quantizer, once for every index shard
@@ -138,11 +167,17 @@ def _stage_search(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
             index = faiss.read_index(str(ctx.folder / "ivf" / f"{b_side}-{b:05d}.index"))
             parts.append(ivf_search_shard(index, queries, k, ctx.params.nprobe, assign=assign))
             del index
+        elif direction == "fwd":
+            fwd, (b_sims, b_ids) = search_exact_shard_both(
+                queries, side_embedding(ctx, b_side, b), ctx.params.k, q_start, start
+            )
+            parts.append(fwd)
+            save_npz(_bwd_part(ctx, b, j), sims=b_sims, ids=b_ids)
         else:
             parts.append(search_exact_shard(queries, side_embedding(ctx, b_side, b), k, start))
     sims, ids = merge_topk(parts, k)
     mean = neighbourhood_means(np.where(ids >= 0, sims, -np.inf), k)
-    save_npz(ctx.folder / "search" / f"{direction}-{j:05d}.npz", sims=sims, ids=ids, mean=mean)
+    save_npz(out, sims=sims, ids=ids, mean=mean)
     return {"direction": direction, "rows": int(len(queries)), "index_shards": len(base_shards)}
 
 

@@ -1,12 +1,23 @@
-"""The bf16-tile exact search against the fp32 exact path: same neighbours, same similarities (to 1e-6)."""
+"""The bf16-tile exact search (both ways, one way, an index shard) against the fp32 exact path: same neighbours,
+same similarities (to 1e-6); the fp32 fallback where bf16 is reported unavailable."""
 
 import numpy as np
 import pytest
 
 from mining.core import hw
+from mining.core import knn as knn_package
 from mining.core.hw import Compute, Device
-from mining.core.knn import KnnMethod, knn_both, knn_both_ways, knn_both_ways_bf16
+from mining.core.knn import (
+    KnnMethod,
+    knn_both,
+    knn_both_ways,
+    knn_both_ways_bf16,
+    knn_exact,
+    knn_exact_bf16,
+    knn_search,
+)
 from mining.core.knn import bf16 as bf16_module
+from mining.core.knn.shards import search_exact_shard, search_exact_shard_both
 from mining.core.types import KnnResult
 
 
@@ -149,3 +160,67 @@ def test_bf16_detection_reads_cpu_flags_and_env(monkeypatch: pytest.MonkeyPatch)
             hw.bf16_supported()
     finally:
         hw.clear_cache()
+
+
+def _assert_same_one_way(sims, ids, r_sims, r_ids, q: np.ndarray, b: np.ndarray) -> None:
+    """One direction: ids equal the fp32 path's except between tied similarities; similarities within 1e-6."""
+    assert sims.shape == r_sims.shape and sims.dtype == np.float32 and ids.dtype == np.int64
+    np.testing.assert_allclose(sims, r_sims, rtol=0, atol=1e-6)
+    exact = np.take_along_axis(q.astype(np.float64) @ b.astype(np.float64).T, ids, 1)
+    np.testing.assert_allclose(sims, exact, rtol=0, atol=1e-6)
+    assert np.all(np.abs(sims - r_sims)[ids != r_ids] < 1e-6), "ids differ where similarities do not tie"
+
+
+@pytest.mark.parametrize("tile", [(1, 1), (7, 13), (64, 5), (3, 1000)])
+@pytest.mark.parametrize("k", [1, 4, 20])
+def test_one_direction_bf16_matches_fp32_flat_search(tile: tuple[int, int], k: int) -> None:
+    rng = np.random.default_rng(10)
+    q, b = _unit(rng, 53, 32), _unit(rng, 71, 32)
+    sims, ids = knn_exact_bf16(q, b, k, tile=tile)  # k = 20 is larger than most of these tiles
+    _assert_same_one_way(sims, ids, *knn_exact(q, b, k), q, b)
+
+
+@pytest.mark.parametrize(("margin", "workers"), [(0, 1), (2, 2), (8, 1)])
+def test_one_direction_bf16_on_clustered_data_rescues_and_stays_exact(margin: int, workers: int) -> None:
+    rng = np.random.default_rng(11)
+    q, b = _clustered(rng, 210, 48, 5, 0.05), _clustered(rng, 333, 48, 5, 0.05)
+    sims, ids = knn_exact_bf16(q, b, 6, margin=margin, tile=(29, 41), workers=workers)
+    _assert_same_one_way(sims, ids, *knn_exact(q, b, 6), q, b)
+
+
+def test_one_direction_bf16_with_ties_float16_inputs_and_a_small_base() -> None:
+    rng = np.random.default_rng(12)
+    b = np.repeat(_unit(rng, 9, 16), 4, axis=0).astype(np.float16)  # every similarity tied in fours
+    q = _clustered(rng, 40, 16, 3, 0.3).astype(np.float16)
+    sims, ids = knn_exact_bf16(q, b, 10, margin=1, tile=(6, 5))
+    _assert_same_one_way(sims, ids, *knn_exact(q.astype(np.float32), b.astype(np.float32), 10), q, b)
+    sims, ids = knn_exact_bf16(q, b[:3], 10)
+    assert ids.shape == (40, 3) and sorted(ids[0].tolist()) == [0, 1, 2]
+    sims, ids = knn_exact_bf16(q[:0], b, 2)
+    assert sims.shape == (0, 2)
+
+
+def test_knn_search_uses_bf16_where_supported_and_falls_back_to_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(13)
+    q, b = _unit(rng, 30, 8), _unit(rng, 25, 8)
+    calls: list[str] = []
+    monkeypatch.setattr(knn_package, "knn_exact_bf16", lambda *a, **kw: calls.append("bf16") or knn_exact_bf16(*a))
+    monkeypatch.setattr(knn_package, "knn_exact", lambda *a, **kw: calls.append("fp32") or knn_exact(*a, **kw))
+    monkeypatch.setattr(hw, "_bf16_supported", lambda: False)
+    fp32 = knn_search(q, b, 3, method=KnnMethod.EXACT, batch_size=7)
+    monkeypatch.setattr(hw, "_bf16_supported", lambda: True)
+    bf16 = knn_search(q, b, 3, method=KnnMethod.EXACT, batch_size=7)  # batch_size is the fp32 path's knob
+    forced = knn_search(q, b, 3, method=KnnMethod.EXACT, compute=Compute.FP32)
+    assert calls == ["fp32", "bf16", "fp32"]
+    _assert_same_one_way(*bf16, *fp32, q, b)
+    np.testing.assert_array_equal(forced[1], fp32[1])
+
+
+@pytest.mark.parametrize("compute", [Compute.BF16, Compute.FP32])
+def test_shard_searched_both_ways_equals_the_two_one_way_searches(compute: Compute) -> None:
+    rng = np.random.default_rng(14)
+    q, b = _clustered(rng, 90, 24, 4, 0.2), _clustered(rng, 70, 24, 4, 0.2)
+    (f_sims, f_ids), (b_sims, b_ids) = search_exact_shard_both(q, b, 5, 1000, 500, compute=compute)
+    _assert_same_one_way(f_sims, f_ids - 500, *search_exact_shard(q, b, 5, 0, compute=Compute.FP32), q, b)
+    _assert_same_one_way(b_sims, b_ids - 1000, *search_exact_shard(b, q, 5, 0, compute=Compute.FP32), b, q)
+    assert f_ids.min() >= 500 and b_ids.min() >= 1000

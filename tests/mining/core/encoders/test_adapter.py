@@ -8,6 +8,7 @@ import pytest
 from mining.core.encoders.adapter import AdaptedEncoder, AdapterConfig, AdapterModel, train_adapter
 from mining.core.encoders.base import UnsupportedLanguage
 from mining.core.encoders.registry import get_encoder
+from mining.core.hw import Compute
 from tests.mining.core.encoders.helpers import TableEncoder, p_at_1
 
 SMALL = AdapterConfig(hidden=(32, 32), batch_size=32, lr=3e-3, epochs=8, hard_negatives=3, validation=0.2)
@@ -88,7 +89,7 @@ def test_adapted_encoder_picks_the_tower_by_language_and_round_trips(tmp_path, r
     base = TableEncoder("table-adapter-test", table, None)
     register_encoder("table-adapter-test", lambda threads=1: base)
     model = train_adapter(src, tgt, config=SMALL, seed=0)
-    encoder = AdaptedEncoder(base, model, "en", "fr_FR")
+    encoder = AdaptedEncoder(base, model, "en", "fr_FR", compute="fp32")  # the training arithmetic, to compare
     en = encoder.encode([f"en{i}" for i in range(200)], "en")
     fr = encoder.encode([f"fr{i}" for i in range(200)], "fr")
     np.testing.assert_allclose(en, model.transform(src, "src"), atol=1e-6)
@@ -98,6 +99,9 @@ def test_adapted_encoder_picks_the_tower_by_language_and_round_trips(tmp_path, r
     path = tmp_path / "adapted.pt"
     encoder.save(path)
     loaded = get_encoder("adapted", path=path)
+    loaded.compute = (
+        Compute.FP32
+    )  # "auto" is bf16 where the CPU has it (tests/mining/core/encoders/test_bf16_encoders.py)
     np.testing.assert_allclose(loaded.encode([f"fr{i}" for i in range(200)], "fr"), fr, atol=1e-6)
     assert loaded.model.best_epoch == model.best_epoch and loaded.model.history == model.history
 
