@@ -78,8 +78,13 @@ class CampaignItem(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="items")
     run = models.ForeignKey("mining.MiningRun", null=True, on_delete=models.CASCADE, related_name="+")
     position = models.PositiveIntegerField()
-    sentence_pair = models.ForeignKey(
-        "mining.SentencePairCandidate", null=True, blank=True, on_delete=models.CASCADE, related_name="campaign_items"
+    sentence_pair = models.ForeignKey(  # checked by statement triggers, not a per-row FK: see migration 0004
+        "mining.SentencePairCandidate",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="campaign_items",
+        db_constraint=False,
     )
     document_pair = models.ForeignKey(
         "mining.DocumentPairCandidate", null=True, blank=True, on_delete=models.CASCADE, related_name="campaign_items"
@@ -129,8 +134,13 @@ class Label(models.Model):
     campaign = models.ForeignKey(Campaign, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
     item = models.ForeignKey(CampaignItem, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="labels")
-    sentence_pair = models.ForeignKey(
-        "mining.SentencePairCandidate", null=True, blank=True, on_delete=models.CASCADE, related_name="labels"
+    sentence_pair = models.ForeignKey(  # checked by statement triggers, not a per-row FK: see migration 0004
+        "mining.SentencePairCandidate",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="labels",
+        db_constraint=False,
     )
     document_pair = models.ForeignKey(
         "mining.DocumentPairCandidate", null=True, blank=True, on_delete=models.CASCADE, related_name="labels"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -17,6 +18,7 @@ from .models import (
     GoldDocumentPair,
     GoldSentencePair,
     ImportJob,
+    JobStatus,
     MiningRun,
     RunShard,
     Sentence,
@@ -119,7 +121,7 @@ class RunShardAdmin(admin.ModelAdmin):
 
 @admin.register(MiningRun)
 class MiningRunAdmin(admin.ModelAdmin):
-    """Runs change state only through the run services: start (custom page), cancel and re-run (actions)."""
+    """Runs change state only through the run services: start (custom page), cancel, re-run and delete."""
 
     list_display = ["__str__", "kind", "status", "stage", "progress_percent", "src_lang", "tgt_lang", "created_at"]
     list_filter = ["status", "kind"]
@@ -151,6 +153,27 @@ class MiningRunAdmin(admin.ModelAdmin):
         "finished_at",
     ]
     readonly_fields = [f for f in fields if f != "name"]
+
+    def get_deleted_objects(self, objs, request: HttpRequest):
+        """The confirmation page lists the runs and their candidate counts (not a million rows); running runs block."""
+        runs = list(objs)
+        counts = dict(
+            SentencePairCandidate.objects.filter(run__in=runs).values_list("run").annotate(n=Count("id")).order_by()
+        )
+        listed = [f"{run}: {counts.get(run.pk, 0):,} sentence-pair candidates, its shards and files" for run in runs]
+        blocking = [
+            f"{run} is {run.status}: cancel it before deleting it"
+            for run in runs
+            if not run.is_finished and not run.is_stalled and run.status != JobStatus.PENDING
+        ]
+        return listed, {"runs": len(runs)}, set(), blocking
+
+    def delete_model(self, request: HttpRequest, obj: MiningRun) -> None:
+        run_delete(run=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:
+        for run in queryset:
+            run_delete(run=run)
 
     @admin.display(description="progress", ordering="progress")
     def progress_percent(self, run: MiningRun) -> str:

@@ -1,4 +1,9 @@
-"""Sentence-pair and document-pair candidates. Written in bulk with binary COPY (see mining/copy.py)."""
+"""Sentence-pair and document-pair candidates. Written in bulk with binary COPY (see mining/copy.py).
+
+Labels and campaign items refer to sentence-pair candidates through statement-level triggers rather than a
+foreign-key constraint, so that deleting a run's million candidates is one DELETE, not a million checks (see
+annotation/migrations/0004_sentence_pair_statement_guard.py).
+"""
 
 from django.db import models
 
@@ -36,6 +41,9 @@ class SentencePairCandidate(models.Model):
         indexes = [
             models.Index(fields=["run", "rank"], name="sent_cand_run_rank"),
             models.Index(fields=["run", "-score"], name="sent_cand_run_score"),
+            # Deleting document pairs checks the alignment candidates that point at them: without an index, each
+            # deleted document pair scanned the whole table. Partial: sentence runs leave doc_pair empty.
+            models.Index(fields=["doc_pair"], name="sent_cand_doc_pair", condition=models.Q(doc_pair__isnull=False)),
         ]
 
     def __str__(self) -> str:

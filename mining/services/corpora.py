@@ -22,6 +22,7 @@ from ..models import (
     Sentence,
     SentencePairCandidate,
 )
+from .runs import run_candidates_delete
 
 ACTIVE = (JobStatus.PENDING, JobStatus.RUNNING)
 
@@ -93,11 +94,13 @@ def corpus_delete(*, corpus: Corpus) -> CorpusDeletion:
         )
     pk = corpus.pk
     with transaction.atomic():
-        # Candidates first, in bulk: the collector would otherwise load every candidate row of every run.
-        runs = MiningRun.objects.filter(Q(src_corpus=corpus) | Q(tgt_corpus=corpus))
-        for model in (SentencePairCandidate, DocumentPairCandidate):
-            model.objects.filter(run__in=runs).delete()
+        # Candidates first, in bulk (see run_candidates_delete): the collector would load every candidate row.
+        runs = MiningRun.objects.select_for_update().filter(Q(src_corpus=corpus) | Q(tgt_corpus=corpus))
+        run_ids = list(runs.values_list("pk", flat=True))
+        run_candidates_delete(run_ids=run_ids)
         runs.delete()
         corpus.delete()
     shutil.rmtree(Path(settings.PCAPP_DATA_DIR) / "embeddings" / f"corpus-{pk}", ignore_errors=True)
+    for run_id in run_ids:
+        shutil.rmtree(Path(settings.PCAPP_DATA_DIR) / "runs" / f"run-{run_id}", ignore_errors=True)
     return preview

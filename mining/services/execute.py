@@ -13,7 +13,7 @@ from typing import Any
 from ..models import MiningRun
 from .jobs import lease_seconds
 from .progress import JobCancelled, ProgressReporter
-from .runs import run_mark_failed, run_mark_finished, run_mark_started
+from .runs import run_mark_failed, run_mark_finished, run_mark_started, run_results_discard
 
 logger = logging.getLogger(__name__)
 
@@ -33,5 +33,7 @@ def execute_run_service(*, run: MiningRun, handler: RunHandler, task_id: str = "
     except Exception as exc:  # the run page shows the error; a re-run resumes
         run_mark_failed(run=run, error=exc)
         return {"run_id": run.pk, "status": "failed", "error": str(exc)}
-    run_mark_finished(run=run, stats=stats)
+    if not run_mark_finished(run=run, stats=stats):  # cancelled while it wrote its results: they go too
+        run_results_discard(run=run, stats=stats)
+        return {"run_id": run.pk, "status": "cancelled"}
     return {"run_id": run.pk, "status": "succeeded", **{k: v for k, v in stats.items() if isinstance(v, int)}}

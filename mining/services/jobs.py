@@ -3,7 +3,10 @@ holder's lease, and finding jobs whose worker died.
 
     pending -> running -> succeeded | failed | cancelled
     failed | cancelled | stalled (running, lease expired) -> pending      (retry)
-    pending -> cancelled; running -> cancel requested (the job stops at its next progress report)
+    pending | running -> cancelled (at once; a running job's worker stops at its next progress report)
+
+A finished job stays as it is: the worker of a job cancelled (or reaped) under it cannot mark it succeeded or failed
+afterwards.
 
 Each function changes one row with one conditional UPDATE, so two workers (or a worker and a user) racing on a job
 cannot both win.
@@ -57,15 +60,24 @@ def _stalled_q() -> Q:
 
 
 def job_cancel(*, job: J) -> J:
-    """Cancel a pending job at once; ask a running one to stop at its next progress report."""
+    """Cancel a pending or running job at once: it shows as cancelled from now on. A running job's worker stops at
+    its next progress report (ProgressReporter raises JobCancelled) and can no longer change its status."""
     if job.is_finished:
         raise JobStateError(f"{_label(job)} has already finished ({job.status})")
-    model = type(job)
-    model.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(
-        status=JobStatus.CANCELLED, cancel_requested=True, finished_at=timezone.now()
+    n = (
+        type(job)
+        .objects.filter(pk=job.pk, status__in=[JobStatus.PENDING, JobStatus.RUNNING])
+        .update(
+            status=JobStatus.CANCELLED,
+            cancel_requested=True,
+            error="cancelled by user",
+            finished_at=timezone.now(),
+            lease_expires_at=None,
+        )
     )
-    model.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(cancel_requested=True)
     job.refresh_from_db()
+    if not n:
+        raise JobStateError(f"{_label(job)} has already finished ({job.status})")
     return job
 
 
@@ -112,32 +124,43 @@ def job_mark_started(*, job: J, task_id: str = "") -> bool:
     return bool(n)
 
 
-def job_mark_finished(*, job: Job, stats: dict | None = None) -> None:
-    """Record success and the job's summary figures."""
-    type(job).objects.filter(pk=job.pk).update(
-        status=JobStatus.SUCCEEDED,
-        finished_at=timezone.now(),
-        stage="done",
-        done=models.F("total"),
-        progress=1.0,
-        stats={**job.stats, **(stats or {})},
-        lease_expires_at=None,
+def job_mark_finished(*, job: Job, stats: dict | None = None) -> bool:
+    """Record success and the job's summary figures; False (nothing changed) when the job is no longer this
+    attempt's: cancelled, reaped, or retried and started again (another `started_at`) under its worker."""
+    return bool(
+        type(job)
+        .objects.filter(pk=job.pk, status=JobStatus.RUNNING, cancel_requested=False, started_at=job.started_at)
+        .update(
+            status=JobStatus.SUCCEEDED,
+            finished_at=timezone.now(),
+            stage="done",
+            done=models.F("total"),
+            progress=1.0,
+            stats={**job.stats, **(stats or {})},
+            lease_expires_at=None,
+        )
     )
 
 
-def job_mark_failed(*, job: Job, error: BaseException | str, cancelled: bool = False, **updates: Any) -> None:
-    """Record a failure (with the error text shown on the job's page) or a cancellation."""
+def job_mark_failed(*, job: Job, error: BaseException | str, cancelled: bool = False, **updates: Any) -> bool:
+    """Record a failure (with the error text shown on the job's page) or a cancellation; False (nothing changed)
+    when the job has finished already (a user's cancel or the reaper came first: their status stays) or was started
+    again since."""
     if isinstance(error, BaseException):
         text = f"{type(error).__name__}: {error}"
         logger.error("%s failed: %s", _label(job), "".join(traceback.format_exception(error)))
     else:
         text = error
-    type(job).objects.filter(pk=job.pk).update(
-        status=JobStatus.CANCELLED if cancelled else JobStatus.FAILED,
-        finished_at=timezone.now(),
-        error=text,
-        lease_expires_at=None,
-        **updates,
+    return bool(
+        type(job)
+        .objects.filter(pk=job.pk, status__in=[JobStatus.PENDING, JobStatus.RUNNING], started_at=job.started_at)
+        .update(
+            status=JobStatus.CANCELLED if cancelled else JobStatus.FAILED,
+            finished_at=timezone.now(),
+            error=text,
+            lease_expires_at=None,
+            **updates,
+        )
     )
 
 

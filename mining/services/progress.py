@@ -15,7 +15,8 @@ from django.db import connection, models
 
 
 class JobCancelled(Exception):
-    """Raised inside a job when someone asked to cancel it."""
+    """Raised inside a job when someone cancelled it, or it stopped being this attempt's to run (reaped as stalled,
+    or retried and started again elsewhere): the worker stops and leaves the job's status as it is."""
 
 
 class ProgressReporter:
@@ -23,6 +24,9 @@ class ProgressReporter:
 
     While it is open, a daemon thread renews the job's lease every quarter of the lease time, even through a long
     stage that reports no progress; when the process dies the renewals stop and the job shows as stalled.
+
+    Each update checks that the job is still this attempt's to run: running, no cancel asked for, and not started
+    again since (the `started_at` seen on opening); otherwise it raises JobCancelled.
     """
 
     def __init__(
@@ -39,7 +43,7 @@ class ProgressReporter:
         self._pk = pk
         self._min_interval = min_interval
         self._last = 0.0
-        self._can_cancel = any(f.name == "cancel_requested" for f in model._meta.get_fields())
+        self._can_cancel = {"cancel_requested", "status", "started_at"} <= {f.name for f in model._meta.get_fields()}
         params = connection.get_connection_params()
         params.pop("cursor_factory", None)
         params.pop("context", None)
@@ -49,6 +53,9 @@ class ProgressReporter:
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._shard = (shard[0]._meta.db_table, shard[1]) if shard else None
+        first = self._attempt() if self._can_cancel else None  # None too in a test whose row is not committed
+        self._started_at = first[2] if first else None
+        self._seen = first is not None
         if lease_seconds and any(f.name == "lease_expires_at" for f in model._meta.get_fields()):
             self._lease = float(lease_seconds)
             self._renew()
@@ -68,6 +75,12 @@ class ProgressReporter:
                     "WHERE id = %s AND finished_at IS NULL",
                     [self._lease, self._shard[1]],
                 )
+
+    def _attempt(self) -> tuple | None:
+        """(status, cancel_requested, started_at) of the job as committed; None while its row is not visible."""
+        return self._conn.execute(
+            f"SELECT status, cancel_requested, started_at FROM {self._table} WHERE id = %s", [self._pk]
+        ).fetchone()
 
     def _beat(self) -> None:
         while not self._stop.wait(self._lease / 4):
@@ -112,13 +125,10 @@ class ProgressReporter:
         with self._lock:
             if sets:
                 self._conn.execute(f"UPDATE {self._table} SET {', '.join(sets)} WHERE id = %s", [*values, self._pk])
-            row = (
-                self._conn.execute(f"SELECT cancel_requested FROM {self._table} WHERE id = %s", [self._pk]).fetchone()
-                if self._can_cancel
-                else None
-            )
-        if row and row[0]:
-            raise JobCancelled(f"{self._table} {self._pk} was cancelled")
+            row = self._attempt() if self._can_cancel else None
+        if row and (row[0] != "running" or row[1] or (self._seen and row[2] != self._started_at)):
+            reason = "was cancelled" if row[1] else f"is {row[0]}" if row[0] != "running" else "was started again"
+            raise JobCancelled(f"{self._table} {self._pk} {reason}")
 
     def progress(self, done: int, total: int) -> None:
         """A `progress(done, total)` callback for the numeric core."""

@@ -12,9 +12,9 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.utils import timezone
+from django.db.models import Q
 
-from ..models import Artefact, Corpus, JobStatus, MiningRun, RunKind, SentencePairCandidate
+from ..models import Artefact, Corpus, DocumentPairCandidate, JobStatus, MiningRun, RunKind, SentencePairCandidate
 from .jobs import BrokerUnavailable as BrokerUnavailable  # the API and pages catch it from here
 from .jobs import (
     JobStateError,
@@ -106,48 +106,68 @@ def run_enqueue(*, run: MiningRun) -> None:
 
 @transaction.atomic
 def run_cancel(*, run: MiningRun) -> MiningRun:
-    """Stop a run: a pending run is cancelled at once; so is a running sentence run on the workers (its shard tasks
-    stop at their next check, and no further shard starts); a run executing in one process stops at its next
-    progress report."""
-    run = job_cancel(job=run)
-    if run.stats.get("distributed"):
-        MiningRun.objects.filter(pk=run.pk, status=JobStatus.RUNNING).update(
-            status=JobStatus.CANCELLED, error="cancelled by user", finished_at=timezone.now(), lease_expires_at=None
-        )
-        run.refresh_from_db()
-    return run
+    """Cancel a pending or running run of any kind at once (the page shows it cancelled); its worker, or each of a
+    sharded run's shard tasks, stops at its next progress check, and no further shard starts."""
+    return job_cancel(job=run)
+
+
+def run_candidates_delete(*, run_ids: list[int]) -> int:
+    """Delete every sentence- and document-pair candidate of the runs, with what refers to them; returns the count.
+
+    Precondition: inside a transaction, the runs locked or not running. Candidates that labels, campaign items or
+    alignment candidates refer to go through the ORM (which deletes those first); the rest go in one raw DELETE per
+    table on its (run, ...) index. Labels and items are guarded by a statement trigger, not a per-row foreign key
+    (annotation migration 0004), so a million rows cost one DELETE and one join.
+    """
+    deleted = 0
+    for model in (SentencePairCandidate, DocumentPairCandidate):
+        of_runs = model.objects.filter(run_id__in=run_ids)
+        referred = Q()
+        for rel in model._meta.related_objects:  # reviews, campaign items, alignment candidates
+            name = rel.field.name
+            referred |= Q(pk__in=rel.related_model.objects.filter(**{f"{name}__run_id__in": run_ids}).values(name))
+        _, by_model = of_runs.filter(referred).delete()
+        n_referred = by_model.get(model._meta.label, 0)
+        with connection.cursor() as cur:  # one statement: batches inside one transaction only add work
+            cur.execute(f"DELETE FROM {model._meta.db_table} WHERE run_id = ANY(%s)", [list(run_ids)])
+            deleted += n_referred + cur.rowcount
+    return deleted
 
 
 def run_delete(*, run: MiningRun) -> dict[str, int]:
-    """Delete a run with its candidates and shard files, fast also for millions of candidates.
+    """Delete a run with its candidates, shard rows and files, in well under 5 s for a million candidates.
 
-    Candidates that reviews or campaigns refer to go through the ORM (which deletes what refers to them); the rest
-    go in one raw DELETE on the run's index, without loading them into Python. Returns the row counts.
+    All rows go in one transaction (nothing is half-deleted on error), then the run's folder. Raises JobStateError
+    for a run that is running (cancel it first). Returns the row counts by model.
     """
-    run.refresh_from_db()
-    if not run.is_finished and not run.is_stalled and run.status != JobStatus.PENDING:
-        raise JobStateError(f"run {run.pk} is {run.status}: cancel it before deleting it")
-    table = SentencePairCandidate._meta.db_table
-    counts = {"candidates": 0}
     with transaction.atomic():
-        MiningRun.objects.select_for_update().filter(pk=run.pk).first()
-        referenced = SentencePairCandidate.objects.none()
-        for rel in SentencePairCandidate._meta.related_objects:  # FKs of other apps onto candidates (reviews, items)
-            referenced = referenced | SentencePairCandidate.objects.filter(
-                run=run,
-                pk__in=rel.related_model.objects.filter(**{f"{rel.field.name}__run": run}).values(rel.field.name),
-            )
-        n_ref, _ = referenced.delete()
-        counts["candidates"] += n_ref
-        with (
-            connection.cursor() as cur
-        ):  # one statement on the run's index (batches inside one transaction only add work)
-            cur.execute(f"DELETE FROM {table} WHERE run_id = %s", [run.pk])
-            counts["candidates"] += cur.rowcount
+        run = MiningRun.objects.select_for_update().get(pk=run.pk)
+        if not run.is_finished and not run.is_stalled and run.status != JobStatus.PENDING:
+            raise JobStateError(f"run {run.pk} is {run.status}: cancel it before deleting it")
+        counts = {"candidates": run_candidates_delete(run_ids=[run.pk])}
         _, by_model = MiningRun.objects.filter(pk=run.pk).delete()
         counts.update({label.split(".")[-1].lower(): n for label, n in by_model.items()})
     shutil.rmtree(Path(settings.PCAPP_DATA_DIR) / "runs" / f"run-{run.pk}", ignore_errors=True)
     return counts
+
+
+@transaction.atomic
+def run_results_discard(*, run: MiningRun, stats: dict) -> None:
+    """Remove what a run's handler wrote when the run was cancelled while it wrote them (after its last progress
+    check): its candidates, and the model it registered (`stats["artefact_id"]`) with its file. Nothing is removed
+    when the run was retried and started again meanwhile (the new attempt owns the run's rows)."""
+    current = MiningRun.objects.select_for_update().filter(pk=run.pk).first()
+    if current is None or not current.is_finished or current.started_at != run.started_at:
+        return
+    run_candidates_delete(run_ids=[run.pk])
+    artefact = Artefact.objects.filter(pk=stats.get("artefact_id")).first()
+    if artefact is not None and not MiningRun.objects.filter(encoder=artefact).exists():
+        path = Path(settings.PCAPP_DATA_DIR) / artefact.path if artefact.path else None
+        artefact.delete()
+        if path is not None and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path is not None:
+            path.unlink(missing_ok=True)
 
 
 @transaction.atomic
@@ -163,14 +183,15 @@ def run_mark_started(*, run: MiningRun, task_id: str = "") -> bool:
     return job_mark_started(job=run, task_id=task_id)
 
 
-def run_mark_finished(*, run: MiningRun, stats: dict | None = None) -> None:
-    """Record success and the run's summary figures."""
-    job_mark_finished(job=run, stats=stats)
+def run_mark_finished(*, run: MiningRun, stats: dict | None = None) -> bool:
+    """Record success and the run's summary figures; False when the run was cancelled (or reaped) meanwhile."""
+    return job_mark_finished(job=run, stats=stats)
 
 
-def run_mark_failed(*, run: MiningRun, error: BaseException | str, cancelled: bool = False) -> None:
-    """Record a failure (with the error text shown on the run page) or a cancellation."""
-    job_mark_failed(job=run, error=error, cancelled=cancelled)
+def run_mark_failed(*, run: MiningRun, error: BaseException | str, cancelled: bool = False) -> bool:
+    """Record a failure (with the error text shown on the run page) or a cancellation; False when the run had
+    finished already (a cancel came first)."""
+    return job_mark_failed(job=run, error=error, cancelled=cancelled)
 
 
 def run_record_timing(*, run: MiningRun, stage: str, seconds: float) -> None:

@@ -237,3 +237,38 @@ def test_broker_down_at_creation_answers_503_and_leaves_nothing_pending(
     run = MiningRun.objects.get()
     assert run.status == JobStatus.FAILED and "Retry it once the broker is back" in run.error
     assert not MiningRun.objects.filter(status=JobStatus.PENDING).exists()
+
+
+def test_cancelling_a_run_on_a_worker_shows_at_once_and_no_shard_starts_after(
+    celery_workers, settings, register_encoder, staff_user
+):
+    settings.PCAPP_SHARD_ROWS = 500
+    corpus, encoder = _synthetic(2000, register_encoder, seed=2, name="cancelled")
+    _inline(corpus, encoder)  # fills the embedding cache the worker reads
+    celery_workers.start(1)
+    run = _run(corpus, encoder, enqueue=True)
+    assert wait_for(
+        lambda: RunShard.objects.filter(run=run, stage="search", finished_at__isnull=False).exists(),
+        timeout=90,
+        interval=0.02,
+    ), _state(run)
+
+    api = APIClient()
+    api.force_authenticate(staff_user)
+    answer = api.post(f"/api/runs/{run.pk}/cancel/")
+    assert answer.status_code == 200 and answer.json()["status"] == JobStatus.CANCELLED
+    run.refresh_from_db()
+    cancelled_at, written = run.finished_at, Cand.objects.filter(run=run).count()
+    api.force_login(staff_user)
+    page = api.get(f"/runs/{run.pk}/progress/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-status="cancelled"' in page and "every 1s" not in page
+
+    # the shard in hand stops at its next check and lets go of its lease; nothing else starts
+    assert wait_for(
+        lambda: not RunShard.objects.filter(run=run, finished_at__isnull=True, lease_owner__gt="").exists(),
+        timeout=30,
+    ), list(RunShard.objects.filter(run=run, finished_at__isnull=True).values("stage", "shard_no", "lease_owner"))
+    run.refresh_from_db()
+    assert (run.status, run.finished_at) == (JobStatus.CANCELLED, cancelled_at)
+    assert not RunShard.objects.filter(run=run, started_at__gt=cancelled_at).exists()
+    assert Cand.objects.filter(run=run).count() == written

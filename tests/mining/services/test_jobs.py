@@ -11,6 +11,8 @@ from mining.models import ImportJob, JobStatus, MiningRun, RunKind
 from mining.services.jobs import (
     JobStateError,
     job_cancel,
+    job_mark_failed,
+    job_mark_finished,
     job_mark_started,
     job_reset_for_retry,
     jobs_reap_stalled,
@@ -56,13 +58,36 @@ def test_retry_is_refused_for_live_and_finished_jobs() -> None:
     assert MiningRun.objects.get(pk=live.pk).status == JobStatus.RUNNING
 
 
-def test_cancel_pending_at_once_running_on_request_finished_refused() -> None:
+def test_cancel_pending_and_running_at_once_finished_refused() -> None:
     pending, running, done = _run(), _run(status=JobStatus.RUNNING), _run(status=JobStatus.FAILED)
     assert job_cancel(job=pending).status == JobStatus.CANCELLED
     running = job_cancel(job=running)
-    assert (running.status, running.cancel_requested) == (JobStatus.RUNNING, True)
+    assert (running.status, running.cancel_requested, running.error) == (JobStatus.CANCELLED, True, "cancelled by user")
+    assert running.finished_at is not None and running.lease_expires_at is None
     with pytest.raises(JobStateError, match="has already finished"):
         job_cancel(job=done)
+
+
+def test_the_worker_of_a_cancelled_or_restarted_job_cannot_change_its_status() -> None:
+    run = _run()
+    assert job_mark_started(job=run)
+    cancelled = job_cancel(job=MiningRun.objects.get(pk=run.pk))
+    assert not job_mark_finished(job=run, stats={"candidates": 3})
+    assert not job_mark_failed(job=run, error="late")
+    run.refresh_from_db()
+    assert (run.status, run.error, run.finished_at, run.stats) == (
+        JobStatus.CANCELLED,
+        "cancelled by user",
+        cancelled.finished_at,
+        {},
+    )
+    stale = MiningRun.objects.get(pk=run.pk)  # retried and started again: the old attempt's worker changes nothing
+    job_reset_for_retry(job=run)
+    assert job_mark_started(job=MiningRun.objects.get(pk=run.pk))
+    MiningRun.objects.filter(pk=run.pk).update(started_at=stale.started_at + timedelta(seconds=1))
+    stale.status = JobStatus.RUNNING
+    assert not job_mark_finished(job=stale) and not job_mark_failed(job=stale, error="late")
+    assert MiningRun.objects.get(pk=run.pk).status == JobStatus.RUNNING
 
 
 def test_reaper_fails_only_jobs_whose_lease_expired_and_names_the_worker() -> None:
