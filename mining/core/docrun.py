@@ -56,7 +56,9 @@ class DocMatchConfig:
         margin, strategy, threshold: the selection, as in sentence mining (threshold on the margin score).
         neighbours: sentence kNN width N of the vote and the count.
         w1, w2, vote_form: the vote's weights and form (`docvote`).
-        top_n: RERANK: targets retrieved per source document (and sources per target).
+        top_n: RERANK: targets retrieved per source document (and sources per target). 5 by measurement
+            (bench/document_quality.py --top-n-sweep, docs/BENCHMARKS.md): on every bench collection the true
+            target was retrieved as often at 5 as at 10, at half the candidates.
         rerank_weight: RERANK: the vote's share of the combined score, in [0, 1].
         prefilter: thresholds of the pre-filter (None: not applied; RERANK then prunes nothing).
         ranked: targets kept per source document in the raw ranking (for P@N).
@@ -70,7 +72,7 @@ class DocMatchConfig:
     w1: float = 5.0
     w2: float = -2.0
     vote_form: VoteForm = VoteForm.COUNTED
-    top_n: int = 10
+    top_n: int = 5
     rerank_weight: float = DEFAULT_WEIGHT
     prefilter: PrefilterThresholds | None = DEFAULT_THRESHOLDS
     ranked: int = 10

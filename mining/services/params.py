@@ -261,7 +261,7 @@ class DocumentRunParams(RunParams):
     w1: float = param(5.0, "Sentence-vote weight w1 (the paper's).", label="w1")
     w2: float = param(-2.0, "Sentence-vote weight w2 (the paper's).", label="w2")
     vote_form: VoteForm = param(VoteForm.COUNTED, "Which sentence-vote formula.")
-    top_n: int = param(10, "rerank: target documents retrieved per source document.", lo=1, hi=200, label="Top N")
+    top_n: int = param(5, "rerank: target documents retrieved per source document.", lo=1, hi=200, label="Top N")
     rerank_weight: float | None = param(
         None, "rerank: the vote's share of the combined score (blank: learnt on gold pairs, else 0.1).", lo=0.0, hi=1.0
     )

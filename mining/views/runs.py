@@ -96,11 +96,11 @@ def _after_action(request: HtmxHttpRequest, run: MiningRun) -> HttpResponse:
 @require_POST
 @staff_required
 def run_cancel_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    """Ask a pending or running run to stop."""
+    """Cancel a pending or running run: it shows as cancelled at once; its worker stops at its next check."""
     run = get_run_or_404(pk)
     try:
         run_cancel(run=run)
-        messages.success(request, f"Run {run.pk}: cancel requested.")
+        messages.success(request, f"Run {run.pk}: cancelled.")
     except ValueError as exc:
         messages.error(request, str(exc))
     return _after_action(request, run)
