@@ -266,7 +266,7 @@ def child_match(args: argparse.Namespace, folder: Path, stage: str) -> dict:
 
     data = _load(folder / "data")
     src, tgt = Documents(data["s_off"], emb=data["s_emb"]), Documents(data["t_off"], emb=data["t_emb"])
-    # A run's defaults (DocMatchConfig's are document_run_params' own): k 4, ratio margin, max-score, N = 10.
+    # A run's defaults (DocMatchConfig's are document_run_params' own): k 4, ratio margin, max-score, N = 5.
     config = DocMatchConfig(prefilter=None, ranked=3)
     if args.top_n is not None:
         config = DocMatchConfig(prefilter=None, ranked=3, top_n=args.top_n)
