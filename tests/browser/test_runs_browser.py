@@ -145,3 +145,32 @@ def test_start_run_watch_it_finish_and_open_results(page, staff, screenshot, cel
     page.goto("/")
     assert page.locator("table.runs tr.status-succeeded").count() == 1
     screenshot(page, "dashboard-with-run")
+
+
+def test_cancel_a_running_run_then_delete_it_from_its_page(page, staff, screenshot):
+    """Cancel shows at once on the page (no worker needed to acknowledge it); the cancelled run is then deleted with
+    its candidates from the same page, after ticking the confirmation box."""
+    from mining.models import SentencePairCandidate
+    from tests.factories.mining import SentencePairCandidateFactory
+
+    run = MiningRunFactory(status=JobStatus.RUNNING, stage="search", done=3, total=10, started_at=timezone.now())
+    SentencePairCandidateFactory.create_batch(3, run=run)
+    other = MiningRunFactory(status=JobStatus.SUCCEEDED, stage="done", finished_at=timezone.now())
+    SentencePairCandidateFactory.create_batch(2, run=other)
+    login(page, *staff)
+    page.goto(f"/runs/{run.pk}/")
+    page.wait_for_selector("#run-progress[data-status=running]")
+    page.click("#cancel-run")
+    page.wait_for_selector("#run-progress[data-status=cancelled]", timeout=10_000)
+    assert f"Run {run.pk}: cancelled." in page.content()
+    run.refresh_from_db()
+    assert run.status == JobStatus.CANCELLED and run.finished_at is not None
+    screenshot(page, "run-cancelled")
+    page.check("input[name=confirm]")
+    page.click("#delete-run")
+    page.wait_for_url(re.compile(r"/runs/$"), timeout=10_000)
+    assert f"Run {run.pk} deleted (3 candidates)." in page.content()
+    screenshot(page, "run-deleted")
+    assert not MiningRun.objects.filter(pk=run.pk).exists()
+    assert SentencePairCandidate.objects.filter(run=run.pk).count() == 0
+    assert sorted(SentencePairCandidate.objects.filter(run=other).values_list("run", flat=True)) == [other.pk] * 2
