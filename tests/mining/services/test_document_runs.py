@@ -74,7 +74,7 @@ def test_document_methods_match_the_translated_documents(corpus, method):
 def test_rerank_is_the_default_and_its_evidence_names_each_stage(corpus):
     run = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={})
     assert run.stats["method"] == "rerank" and run.stats["retrieval"] == "sentence_avg"  # no HiDE model yet
-    # 4 English pages x 3 French ones (top_n 5: every pair); "presplit", 5 words, fails the word ratio against every page
+    # 4 English pages x 3 French ones (top_n 5 > 3: every pair); "presplit", 5 words, fails the word ratio everywhere
     assert run.stats["candidates_retrieved"] == 12 and run.stats["candidates_pruned"] == 3
     assert run.stats["prefilter"]["source"] == "default"  # 2 gold pairs to learn from: too few for thresholds
     assert run.stats["rerank_weight_source"].startswith("learnt on 2 gold pairs")
