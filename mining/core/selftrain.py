@@ -46,20 +46,16 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from mining.core.candidates import Strategy, mine_candidates
-from mining.core.default_threshold import MIN_CANDIDATES, null_posteriors
 from mining.core.encoders.adapter import AdapterConfig, AdapterModel, train_adapter
 from mining.core.encoders.base import Progress
 from mining.core.encoders.dan import DanConfig, DanEncoder
-from mining.core.knn import knn_both_ways, knn_exact
+from mining.core.knn import knn_exact
 from mining.core.margin import Margin, margin_score
-from mining.core.types import Direction
+from mining.core.selftrain_pairs import ConfidentPairs, KeepFn, agreement, confident_pairs
 
 logger = logging.getLogger(__name__)
 
-KeepFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 EvaluateFn = Callable[[np.ndarray, np.ndarray], dict]
-_BOTH = int(Direction.FORWARD | Direction.BACKWARD)
 # The subword DAN self-training trains when asked to: the gold-trained benchmark's subword DAN (character 3-5-grams,
 # 3 epochs with in-batch negatives then 2 with hard ones); on 5-7k pseudo-pairs it trains in 2-3 min on one thread.
 SELF_TRAIN_DAN = DanConfig(char_ngrams=(3, 4, 5))
@@ -103,28 +99,6 @@ class SelfTrainConfig:
             raise ValueError(f"fallback_share must be in (0, 1], got {self.fallback_share}")
         if self.min_pairs < 4:
             raise ValueError(f"min_pairs must be >= 4 (the adapter's minimum), got {self.min_pairs}")
-
-
-@dataclass(frozen=True)
-class ConfidentPairs:
-    """The pairs one round trains on, and what the mining that chose them looked like.
-
-    Attributes:
-        src_idx, tgt_idx: (m,) int64 rows of the confident pairs, best first.
-        score: (m,) float32 their margin scores.
-        n_mutual: mutual-best candidates that passed the pre-filters.
-        estimated_true: expected true pairs among them (NaN when the mixture could not be fitted).
-        estimated_precision: expected precision of the confident pairs (NaN likewise).
-        rule: "precision" or "fallback_share".
-    """
-
-    src_idx: np.ndarray
-    tgt_idx: np.ndarray
-    score: np.ndarray
-    n_mutual: int
-    estimated_true: float
-    estimated_precision: float
-    rule: str
 
 
 @dataclass(frozen=True)
@@ -204,61 +178,6 @@ def combine_embeddings(
     )
 
 
-def confident_pairs(
-    src: np.ndarray,
-    tgt: np.ndarray,
-    *,
-    k: int = 4,
-    margin: Margin = Margin.RATIO,
-    min_precision: float = 0.95,
-    fallback_share: float = 0.5,
-    keep: KeepFn | None = None,
-) -> ConfidentPairs:
-    """Mine (src, tgt) and return the pairs sure enough to train on (module docstring, rules 1-3).
-
-    Args:
-        src: (n_src, d) float32 unit rows of the current encoder; tgt: (n_tgt, d) likewise.
-        keep: ``keep(src_idx, tgt_idx) -> (m,) bool``, the pre-filters (None keeps every pair).
-    """
-    knn = knn_both_ways(src, tgt, min(k, len(src), len(tgt)))
-    cands = mine_candidates(knn, margin=margin, k=k, strategy=Strategy.INTERSECTION)
-    if keep is not None and len(cands):
-        mask = np.asarray(keep(cands.src_idx, cands.tgt_idx), dtype=bool)
-        if mask.shape != (len(cands),):
-            raise ValueError(f"keep returned shape {mask.shape}, expected ({len(cands)},)")
-        cands = cands.take(mask)
-    cands = cands.take(np.isfinite(cands.score) & (cands.direction == _BOTH))
-    n = len(cands)
-    if n >= MIN_CANDIDATES:
-        post = null_posteriors(cands.score)  # cands are sorted by score: post is non-increasing
-        precision = np.cumsum(post) / np.arange(1, n + 1)
-        ok = np.flatnonzero(precision >= min_precision)
-        m = int(ok[-1]) + 1 if ok.size else 0
-        est_true = float(post.sum())
-        est_precision = float(precision[m - 1]) if m else float("nan")
-        rule = "precision"
-    else:
-        m = int(np.ceil(fallback_share * n))
-        est_true = est_precision = float("nan")
-        rule = "fallback_share"
-    return ConfidentPairs(
-        src_idx=cands.src_idx[:m],
-        tgt_idx=cands.tgt_idx[:m],
-        score=cands.score[:m],
-        n_mutual=n,
-        estimated_true=est_true,
-        estimated_precision=est_precision,
-        rule=rule,
-    )
-
-
-def _agreement(a: ConfidentPairs, b: ConfidentPairs, n_tgt: int) -> float:
-    """Jaccard overlap of two rounds' confident pair sets."""
-    ka = set((a.src_idx * n_tgt + a.tgt_idx).tolist())
-    kb = set((b.src_idx * n_tgt + b.tgt_idx).tolist())
-    return len(ka & kb) / max(len(ka | kb), 1)
-
-
 def _embed(model: AdapterModel | None, src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if model is None:
         return src, tgt
@@ -332,7 +251,7 @@ def self_train(
         emb = _embed(model, src_base, tgt_base)
         new_pairs = confident_pairs(*emb, **mine)
         report = evaluate(*emb) if evaluate else {}
-        rounds.append(_stats(r, new_pairs, model, _agreement(pairs, new_pairs, len(tgt_base)), report))
+        rounds.append(_stats(r, new_pairs, model, agreement(pairs, new_pairs, len(tgt_base)), report))
         models.append(model)
         chosen.append(new_pairs)
         if progress:

@@ -11,7 +11,8 @@ import pytest
 from mining.core.encoders.adapter import AdapterConfig
 from mining.core.knn import knn_exact
 from mining.core.metrics import precision_at_n
-from mining.core.selftrain import SelfTrainConfig, confident_pairs, self_train
+from mining.core.selftrain import SelfTrainConfig, self_train
+from mining.core.selftrain_pairs import confident_pairs
 
 DIM = 32
 
