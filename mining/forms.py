@@ -9,7 +9,14 @@ from django import forms
 from .core.docmethod import DocMethod
 from .core.filters import FilterReason
 from .models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
-from .services.params import DocumentRunParams, ParamsError, RunParams, SentenceRunParams, start_params
+from .services.params import (
+    DocumentRunParams,
+    ParamsError,
+    RunParams,
+    SelfTrainParams,
+    SentenceRunParams,
+    start_params,
+)
 from .services.runs import check_run_start
 from .words import readable
 
@@ -49,11 +56,17 @@ class ParamChoiceField(forms.ChoiceField):
         return True
 
 
-def param_form_fields(params: type[RunParams]) -> dict[str, forms.Field]:
-    """One untyped-bounds form field per parameter of `params`: type parsing here, every rule in `from_dict`."""
+def param_form_fields(
+    params: type[RunParams], only: tuple[str, ...] | None = None, note: str = ""
+) -> dict[str, forms.Field]:
+    """One untyped-bounds form field per parameter of `params` (or of those named in `only`), its help text after
+    `note`: type parsing here, every rule in `from_dict`."""
     fields: dict[str, forms.Field] = {}
     for spec in params.specs():
-        common = {"required": False, "label": spec.label, "help_text": spec.describe(), "initial": spec.initial}
+        if only is not None and spec.name not in only:
+            continue
+        help_text = f"{note} {spec.describe()}".strip()
+        common = {"required": False, "label": spec.label, "help_text": help_text, "initial": spec.initial}
         if spec.choices:
             fields[spec.name] = ParamChoiceField(choices=spec.choices, **common)
         elif spec.kind is bool:
@@ -67,7 +80,17 @@ def param_form_fields(params: type[RunParams]) -> dict[str, forms.Field]:
     return fields
 
 
-SentenceParamsForm = type("SentenceParamsForm", (forms.Form,), param_form_fields(SentenceRunParams))
+# The self-training settings a user may want to change (the adapter's training knobs keep their defaults here; the
+# API and `manage.py self_train` take every SelfTrainParams field).
+SELF_TRAIN_FIELDS = ("rounds", "min_precision", "min_gain", "dan", "dan_weight")
+SentenceParamsForm = type(
+    "SentenceParamsForm",
+    (forms.Form,),
+    {
+        **param_form_fields(SentenceRunParams),
+        **param_form_fields(SelfTrainParams, SELF_TRAIN_FIELDS, "Only for self-training runs."),
+    },
+)
 
 
 class RunStartForm(SentenceParamsForm):
@@ -133,6 +156,7 @@ class RunStartForm(SentenceParamsForm):
     FIELDSETS = (
         ("What to mine", ("kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "parent")),
         ("How", ("encoder", "method", *(spec.name for spec in SentenceRunParams.specs()))),
+        ("Self-training", SELF_TRAIN_FIELDS),
     )
 
     def fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:

@@ -111,4 +111,22 @@ def test_a_self_training_run_can_be_started_from_the_form(corpus) -> None:
     )
     assert form.is_valid(), form.errors
     kwargs = form.run_kwargs()
-    assert kwargs["kind"] == "self_train" and kwargs["params"] == SelfTrainParams(k=8, filters=False).to_dict()
+    # an HTML form sends no value for an unticked box: the two boxes (pre-filters, subword DAN) are off here
+    expected = SelfTrainParams(k=8, filters=False, dan=False)
+    assert kwargs["kind"] == "self_train" and kwargs["params"] == expected.to_dict()
+
+
+def test_the_form_sets_self_training_rounds_dan_and_its_weight(corpus) -> None:
+    from mining.services.params import SelfTrainParams
+
+    data = {"kind": "self_train", "src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr", "filters": "on"}
+    form = RunStartForm(data={**data, "rounds": "2", "dan": "on", "dan_weight": "0.4", "min_gain": "0.01"})
+    assert form.is_valid(), form.errors
+    expected = SelfTrainParams(rounds=2, dan=True, dan_weight=0.4, min_gain=0.01)
+    assert form.run_kwargs()["params"] == expected.to_dict()
+    bad = RunStartForm(data={**data, "dan_weight": "1.5"})
+    assert not bad.is_valid() and list(bad.errors) == ["dan_weight"]
+    # a sentence run stores none of them
+    sentence = RunStartForm(data={**data, "kind": "sentence", "rounds": "2", "dan": "on"})
+    assert sentence.is_valid(), sentence.errors
+    assert "rounds" not in sentence.run_kwargs()["params"] and "dan" not in sentence.run_kwargs()["params"]
