@@ -36,7 +36,6 @@ from each side, as untranslated or extra paragraphs would be.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import os
 import sys
@@ -54,7 +53,10 @@ import django  # noqa: E402
 
 django.setup()  # settings only (the services' imports need them); nothing here touches a database
 
-from mining.core.align import AlignConfig, align, score_alignment  # noqa: E402
+from _doc_alignment import alignment  # noqa: E402
+from _docdata import COLLECTION, CachedEncoder, block_ladder, datasets, load_split  # noqa: E402
+
+from mining.core.align import AlignConfig  # noqa: E402
 from mining.core.doc_evaluation import (  # noqa: E402
     HIDE_DNN_POOL,
     RERANK_AVG,
@@ -82,49 +84,9 @@ from mining.core.encoders.dan import DanConfig, DanEncoder  # noqa: E402
 from mining.core.encoders.dan_train import train_dan  # noqa: E402
 from mining.core.encoders.usem import Usem3Encoder  # noqa: E402
 from mining.ingest.text import split_sentences  # noqa: E402
-from scripts.data_sources import UNALIGNED_PAGES, load_documents, load_pairs  # noqa: E402
+from scripts.data_sources import load_documents, load_pairs  # noqa: E402
 
-COLLECTION = "gimp-help"
-CACHE = ROOT / "var" / "cache" / "document_quality"
 MODELS = ROOT / "var" / "bench-models"
-
-
-def datasets() -> Path:
-    return Path(os.environ.get("PCAPP_DATA_DIR", ROOT / "var")) / "datasets"
-
-
-class CachedEncoder:
-    """An encoder whose outputs are cached on disk per (encoder tag, language, exact list of texts)."""
-
-    def __init__(self, encoder, tag: str) -> None:
-        self.encoder, self.tag = encoder, tag
-
-    def __call__(self, texts: list[str], lang: str) -> np.ndarray:
-        key = hashlib.blake2b(
-            ("\x00".join(texts) + "\x01" + lang).encode("utf-8", "surrogatepass"), digest_size=12
-        ).hexdigest()
-        path = CACHE / f"{self.tag}-{lang}-{key}.npy"
-        if path.exists():
-            return np.load(path)
-        t0 = time.perf_counter()
-        emb = self.encoder.encode(texts, lang)
-        logging.info("%s encoded %d %s texts in %.1f s", self.tag, len(texts), lang, time.perf_counter() - t0)
-        CACHE.mkdir(parents=True, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp.npy"  # two bench processes may encode the same texts at once
-        np.save(tmp, emb)
-        os.replace(tmp, path)
-        return emb
-
-
-def load_split(lang: str, seed: int, limit: int | None) -> tuple[dict, dict, list[str], list[str]]:
-    """English and `lang` pages by id, and the seeded train/test halves of the ids present in both."""
-    en = {d["id"]: d for d in load_documents(datasets(), COLLECTION, "en")}
-    xx = {d["id"]: d for d in load_documents(datasets(), COLLECTION, lang)}
-    ids = sorted(set(en) & set(xx))
-    order = np.random.default_rng(seed).permutation(len(ids))
-    ids = [ids[i] for i in order][:limit]
-    half = len(ids) // 2
-    return en, xx, sorted(ids[:half]), sorted(ids[half:])
 
 
 def collections(docs: dict, ids: list[str], lang: str) -> Collection:
@@ -365,153 +327,6 @@ def prefilter_line(cond: str, src: Collection, tgt: Collection, learnt) -> str:
             f"prunes {100 * (1 - len(s_idx) / (n * tgt.n_docs)):.1f} % of all pairs"
         )
     return f"  pre-filter, {cond}: " + "; ".join(out)
-
-
-def block_ladder(doc_en: dict, doc_xx: dict, lang: str) -> tuple[list[str], list[str], list[tuple[range, range]]]:
-    """Sentences of both pages and the gold beads (block i's sentences <-> block i's sentences); None if the
-    stored sentences are not the blocks' splits."""
-    import sentencex
-
-    s_sents, t_sents, beads = [], [], []
-    for a, b in zip(doc_en["blocks"], doc_xx["blocks"], strict=True):
-        sa = [s.strip() for s in sentencex.segment("en", a) if s.strip()]
-        sb = [s.strip() for s in sentencex.segment(lang, b) if s.strip()]
-        beads.append((range(len(s_sents), len(s_sents) + len(sa)), range(len(t_sents), len(t_sents) + len(sb))))
-        s_sents += sa
-        t_sents += sb
-    if s_sents != doc_en["sentences"] or t_sents != doc_xx["sentences"]:
-        return None
-    return s_sents, t_sents, beads
-
-
-def project(pred: list[tuple[range, range]], gold: list[tuple[range, range]]) -> list[tuple[range, range]]:
-    """Merge consecutive predicted beads until both sides end where the same gold bead (block) ends."""
-    ends = {(g[0].stop, g[1].stop) for g in gold}
-    out, s0, t0 = [], None, None
-    for s, t in pred:
-        s0 = s.start if s0 is None else s0
-        t0 = t.start if t0 is None else t0
-        if (s.stop, t.stop) in ends:
-            out.append((range(s0, s.stop), range(t0, t.stop)))
-            s0 = t0 = None
-    return out
-
-
-ALIGN_SETS = ("gimp-help", "debian-reference", "manpages")
-
-
-def alignment_pages(collection: str, lang: str, args) -> list[tuple[list[str], list[str], list[tuple[range, range]]]]:
-    """Gold-laddered page pairs: the GIMP manual's test half (its training half tuned the aligner's costs), and every
-    page pair of the other collections, whose blocks line up (same count, stored sentences = the blocks' splits)."""
-    if collection == COLLECTION:
-        en, xx, _, ids = load_split(lang, args.seed, args.limit)
-    else:
-        en = {d["id"]: d for d in load_documents(datasets(), collection, "en")}
-        xx = {d["id"]: d for d in load_documents(datasets(), collection, lang)}
-        ids = sorted(set(en) & set(xx))
-    ids = [i for i in ids if i not in UNALIGNED_PAGES and len(en[i]["blocks"]) == len(xx[i]["blocks"])]
-    return [lad for lad in (block_ladder(en[i], xx[i], lang) for i in ids) if lad is not None]
-
-
-def drop_blocks(
-    gold: list[tuple[range, range]], rng: np.random.Generator, share: float
-) -> tuple[np.ndarray, np.ndarray, list[tuple[range, range]]]:
-    """Remove each block from one side with probability `share` (half from the English side, half from the
-    translation: untranslated or extra paragraphs). Returns the kept rows of each side and the re-indexed ladder, in
-    which a removed block leaves a 1:0 or 0:1 bead (not scored, but a bead that crosses it merges blocks)."""
-    n_s, n_t = gold[-1][0].stop if gold else 0, gold[-1][1].stop if gold else 0
-    keep_s, keep_t = np.ones(n_s, bool), np.ones(n_t, bool)
-    u = rng.uniform(size=len(gold))
-    out, i, j = [], 0, 0
-    for (s_rows, t_rows), x in zip(gold, u, strict=True):
-        if x < share / 2:
-            keep_s[s_rows.start : s_rows.stop] = False
-            s_rows = range(s_rows.start, s_rows.start)
-        elif x < share:
-            keep_t[t_rows.start : t_rows.stop] = False
-            t_rows = range(t_rows.start, t_rows.start)
-        out.append((range(i, i + len(s_rows)), range(j, j + len(t_rows))))
-        i, j = i + len(s_rows), j + len(t_rows)
-    return keep_s, keep_t, out
-
-
-def alignment(lang: str, args, encode: CachedEncoder, config: AlignConfig) -> dict:
-    """Strict/lax P/R/F1 of the aligner on each collection's gold ladders, beside a lengths-only baseline (the same
-    DP with every cosine 1: Gale-Church plus the bead costs)."""
-    out = {}
-    for collection in ALIGN_SETS:
-        pages = alignment_pages(collection, lang, args)
-        if not pages:
-            continue
-        kinds = ("raw", "blocks", "lengths", "dropped", "dropped lengths")
-        counts = {k: [0, 0, 0, 0, 0] for k in kinds}
-        n_gold, n_sents, t_align = 0, 0, 0.0
-        rng = np.random.default_rng(args.seed)
-        for s_sents, t_sents, gold in pages:
-            n_gold += len(gold)
-            n_sents += len(s_sents)
-            s_emb, t_emb = encode(s_sents, "en"), encode(t_sents, lang)
-            s_len, t_len = np.array([len(s) for s in s_sents]), np.array([len(t) for t in t_sents])
-            t0 = time.perf_counter()
-            beads = align(s_emb, t_emb, s_len, t_len, config)
-            t_align += time.perf_counter() - t0
-            keep_s, keep_t, gold_d = drop_blocks(gold, rng, args.drop)
-            runs = (
-                ("blocks", s_emb, t_emb, s_len, t_len, gold, beads),
-                ("dropped", s_emb[keep_s], t_emb[keep_t], s_len[keep_s], t_len[keep_t], gold_d, None),
-            )
-            for kind, se, te, sl, tl, g, done in runs:
-                if not len(se) or not len(te):
-                    continue
-                pred = _ranges(done if done is not None else align(se, te, sl, tl, config))
-                const = np.full_like(se[:1], 1.0 / np.sqrt(se.shape[1]))  # every cosine 1: lengths decide
-                base = _ranges(align(np.repeat(const, len(se), 0), np.repeat(const, len(te), 0), sl, tl, config))
-                if kind == "blocks":
-                    _accumulate(counts["raw"], pred, g)
-                _accumulate(counts[kind], project(pred, g), g)
-                _accumulate(counts["lengths" if kind == "blocks" else "dropped lengths"], project(base, g), g)
-        res = {k: _prf(c) for k, c in counts.items()}
-        print(
-            f"\n== alignment en-{lang}, {collection}: {len(pages)} {'test ' if collection == COLLECTION else ''}"
-            f"pages whose blocks line up, {n_sents} English sentences, {n_gold} gold block beads, aligned in "
-            f"{t_align:.1f} s =="
-        )
-        for kind, label in (
-            ("raw", "sentence beads vs block ladder"),
-            ("blocks", "projected onto blocks"),
-            ("lengths", "lengths only, projected"),
-            ("dropped", f"{args.drop:.0%} of blocks removed"),
-            ("dropped lengths", "  the same, lengths only"),
-        ):
-            (sp, sr, sf), (lp, lr, lf) = res[kind]
-            print(f"  {label:<32} strict P {sp:.3f} R {sr:.3f} F1 {sf:.3f} | lax P {lp:.3f} R {lr:.3f} F1 {lf:.3f}")
-        out[collection] = res
-    return out
-
-
-def _ranges(beads) -> list[tuple[range, range]]:
-    return [(range(b.src_start, b.src_end), range(b.tgt_start, b.tgt_end)) for b in beads]
-
-
-def _accumulate(c: list[int], pred, gold) -> None:
-    """Micro-averaged counts: strict correct, lax-correct predictions, lax-recalled gold, n_pred, n_gold."""
-    strict, lax = score_alignment(pred, gold)
-    n_pred = sum(1 for s, t in pred if len(s) and len(t))
-    n_gold = sum(1 for s, t in gold if len(s) and len(t))
-    c[0] += round(strict.precision * n_pred)
-    c[1] += round(lax.precision * n_pred)
-    c[2] += round(lax.recall * n_gold)
-    c[3] += n_pred
-    c[4] += n_gold
-
-
-def _prf(c: list[int]) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
-    def f(p: float, r: float) -> float:
-        return 2 * p * r / (p + r) if p + r else 0.0
-
-    sp, sr = c[0] / max(c[3], 1), c[0] / max(c[4], 1)
-    lp, lr = c[1] / max(c[3], 1), c[2] / max(c[4], 1)
-    return (sp, sr, f(sp, sr)), (lp, lr, f(lp, lr))
 
 
 def main() -> None:
