@@ -1,8 +1,8 @@
 """Exact kNN both ways from bfloat16 similarity tiles, re-scored in fp32: the fp32 answer at bf16 speed.
 
 1. **Candidates.** One pass of (ts, tt) similarity tiles as bf16 matrix products (bf16 inputs, fp32
-   accumulation, bf16 output: the CPU's bf16 units, 3.7x the fp32 rate here), with faiss heaps keeping the
-   running top-K, K = k + ``margin``, of every row and every column (as ``knn_both_ways`` does with k).
+   accumulation, bf16 output: the CPU's bf16 units, 3.7x the fp32 rate here), with one compiled pass per tile
+   (``topk.push_bf16_tile``) keeping the running top-K, K = k + ``margin``, of every row and every column.
 2. **Re-score.** The exact fp32 inner product of each row with its K candidates; the best k of those.
 3. **Proof.** A bf16 tile value v of a pair whose real inner product is s obeys, for the row a and column b,
    |s - v| <= E(a) + 2^-8 |s|, with E(a) = |a| max|e_b| + |e_a| max|b~| + gamma_d |a~| max|b~| (e = x - bf16(x),
@@ -28,13 +28,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-import faiss
 import numpy as np
 import torch
 
 from mining.core.hw import Compute, Device
 from mining.core.knn.common import Progress, empty_result
-from mining.core.knn.tiles import Heaps, add_segments, merge_heaps, run_workers
+from mining.core.knn.tiles import merge_heaps, run_workers
+from mining.core.knn.topk import TopK, push_bf16_tile
 from mining.core.types import KnnInfo, KnnResult
 
 logger = logging.getLogger(__name__)
@@ -200,37 +200,28 @@ def _candidates(
     tt: int,
     workers: int | None,
     progress: Progress | None,
-    seg: tuple[int, int] = (256, 64),
 ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Top-K bf16 values and ids of every source row (K = width_f) and target row (width_b), descending.
 
-    With width_b == 0 only the source rows' lists are kept (one direction; the backward result is then empty).
+    Each tile is one bf16 GEMM and one compiled pass over its values (``topk.push_bf16_tile``). With width_b == 0
+    only the source rows' lists are kept (one direction; the backward result is then empty).
     """
     n_s, n_t = s.shape[0], t.shape[0]
     n_blocks = -(-n_s // ts)
     workers = max(1, min(int(workers or torch.get_num_threads()), n_blocks))
-    fwd = Heaps(n_s, width_f)
-    bwds = [Heaps(n_t, width_b) for _ in range(workers)] if width_b else []
-    src_ids, tgt_ids = np.arange(n_s, dtype=np.int64), np.arange(n_t, dtype=np.int64)
+    fwd = TopK(n_s, width_f)
+    bwds = [TopK(n_t, width_b) for _ in range(workers)] if width_b else []
 
     def run(worker: int, report: Callable[[int], None]) -> None:
-        if workers > 1:
-            faiss.omp_set_num_threads(1)  # OpenMP ICVs are per thread: this worker only
         bwd = bwds[worker] if bwds else None
         buf = torch.empty(min(ts, n_s) * min(tt, n_t), dtype=torch.bfloat16)
-        buf32 = torch.empty(buf.shape, dtype=torch.float32)
         for block in range(worker, n_blocks, workers):
             i0, i1 = block * ts, min(block * ts + ts, n_s)
             for j0 in range(0, n_t, tt):
                 j1 = min(j0 + tt, n_t)
-                size = (i1 - i0) * (j1 - j0)
-                tile_t = buf[:size].view(i1 - i0, j1 - j0)
+                tile_t = buf[: (i1 - i0) * (j1 - j0)].view(i1 - i0, j1 - j0)
                 torch.mm(s[i0:i1], t[j0:j1].T, out=tile_t)
-                tile32 = buf32[:size].view(i1 - i0, j1 - j0)
-                tile32.copy_(tile_t)
-                add_segments(fwd, tile32, i0, tgt_ids[j0:j1], seg[0], columns=False)
-                if bwd is not None:
-                    add_segments(bwd, tile32, j0, src_ids[i0:i1], seg[1], columns=True)
+                push_bf16_tile(tile_t.view(torch.int16).numpy(), i0, j0, fwd, bwd)
             report(i1 - i0)
 
     run_workers(run, workers, n_s, progress)

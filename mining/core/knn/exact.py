@@ -1,8 +1,8 @@
 """Exact kNN by inner product over L2-normalised float32 rows.
 
 * ``knn_exact``: one direction with faiss ``IndexFlatIP`` (BLAS block size tuned).
-* ``knn_both_ways``: both directions from the SAME similarity tiles: one GEMM per tile, then faiss
-  heaps keep the running top-k of the tile's rows and of its columns, so exact mining costs about one
+* ``knn_both_ways``: both directions from the SAME similarity tiles: one GEMM per tile, then one
+  compiled pass keeps the running top-k of the tile's rows and of its columns, so exact mining costs about one
   matrix product instead of two flat searches.
 """
 
@@ -23,7 +23,8 @@ from mining.core.knn.common import (
     empty_result,
     missing_to_neg_inf,
 )
-from mining.core.knn.tiles import Heaps, add_rows, merge_heaps, run_workers
+from mining.core.knn.tiles import merge_heaps, run_workers
+from mining.core.knn.topk import TopK, push_f32_tile
 from mining.core.types import KnnResult
 
 logger = logging.getLogger(__name__)
@@ -71,10 +72,10 @@ def knn_both_ways(
 ) -> KnnResult:
     """Exact top-k in both directions from one pass of similarity tiles.
 
-    Each (ts, tt) tile S = src_i @ tgt_j.T is computed once (torch GEMM); its rows go into the
-    source heaps and its columns into the target heaps (faiss ``addn``). Rows and columns whose
-    tile maximum cannot enter their heap are skipped before any gather, so once the heaps have
-    seen a few tiles the top-k bookkeeping costs little next to the GEMM.
+    Each (ts, tt) tile S = src_i @ tgt_j.T is computed once (torch GEMM); one compiled pass over it
+    (``topk.push_f32_tile``) offers its rows to the source heaps and its columns to the target heaps,
+    pushing only the values that beat a heap's current k-th, so the top-k bookkeeping costs little
+    next to the GEMM.
 
     With ``workers`` > 1, that many Python threads take interleaved source blocks, each doing
     its GEMMs and bookkeeping on one core (torch is set to 1 intra-op thread meanwhile, a
@@ -104,14 +105,11 @@ def knn_both_ways(
         return KnnResult(fwd_sims=fs, fwd_ids=fi, bwd_sims=bs, bwd_ids=bi)
     n_blocks = -(-n_s // ts)
     workers = max(1, min(int(workers or torch.get_num_threads()), n_blocks))
-    fwd = Heaps(n_s, min(k, n_t))
-    bwds = [Heaps(n_t, min(k, n_s)) for _ in range(workers)]
+    fwd = TopK(n_s, min(k, n_t))
+    bwds = [TopK(n_t, min(k, n_s)) for _ in range(workers)]
     s_t, t_t = torch.from_numpy(s), torch.from_numpy(t)
-    src_ids, tgt_ids = np.arange(n_s, dtype=np.int64), np.arange(n_t, dtype=np.int64)
 
     def run(worker: int, report: Callable[[int], None]) -> None:
-        if workers > 1:
-            faiss.omp_set_num_threads(1)  # OpenMP ICVs are per thread: this worker only
         bwd = bwds[worker]
         buf = torch.empty(min(ts, n_s) * min(tt, n_t), dtype=torch.float32)
         for block in range(worker, n_blocks, workers):
@@ -120,8 +118,7 @@ def knn_both_ways(
                 j1 = min(j0 + tt, n_t)
                 tile_t = buf[: (i1 - i0) * (j1 - j0)].view(i1 - i0, j1 - j0)
                 torch.mm(s_t[i0:i1], t_t[j0:j1].T, out=tile_t)
-                add_rows(fwd, tile_t, i0, tgt_ids[j0:j1])
-                add_rows(bwd, tile_t.T, j0, src_ids[i0:i1])
+                push_f32_tile(tile_t.numpy(), i0, j0, fwd, bwd)
             report(i1 - i0)
 
     run_workers(run, workers, n_s, progress)
