@@ -33,6 +33,7 @@ import torch
 
 from mining.core.hw import Compute, Device
 from mining.core.knn.common import Progress, empty_result
+from mining.core.knn.rescore import candidate_dots
 from mining.core.knn.tiles import merge_heaps, run_workers
 from mining.core.knn.topk import TopK, push_bf16_tile
 from mining.core.types import KnnInfo, KnnResult
@@ -54,8 +55,6 @@ _RESCUE_ROWS = 64
 _RESCUE_TILE = 8192
 _RESCUE_CAP = 2048
 _CHUNK = 4096
-# Query rows per re-score step: the gathered candidates stay cache-sized (float64 conversion is memory-bound).
-_RESCORE_ROWS = 64
 
 
 def knn_both_ways_bf16(
@@ -242,7 +241,7 @@ def _finish(q: _Side, b: _Side, cand: np.ndarray, cand_ids: np.ndarray, k: int) 
     Returns sims (nq, k) float32 descending, ids (nq, k) int64 and the number of rescued rows.
     """
     width = cand.shape[1]
-    exact = _rescore(q.x, b.x, cand_ids)
+    exact = candidate_dots(q.x, b.x, cand_ids)
     order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
     sims, ids = np.take_along_axis(exact, order, 1), np.take_along_axis(cand_ids, order, 1)
     if width >= b.x.shape[0]:
@@ -259,19 +258,6 @@ def _finish(q: _Side, b: _Side, cand: np.ndarray, cand_ids: np.ndarray, k: int) 
         threshold = x - np.abs(x) * _OUT_REL  # a bf16 value below this cannot hide a similarity >= low_k
         sims[rescue], ids[rescue] = _rescue(q, b, rescue, threshold, k)
     return sims.astype(np.float32), ids, int(rescue.size)
-
-
-def _rescore(q: np.ndarray, b: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """(nq, K) float64: the inner product of q[i] with b[ids[i, j]] (in float64: the real one to ~1e-15)."""
-    out = np.empty(ids.shape, dtype=np.float64)
-    qt, bt = torch.from_numpy(q), torch.from_numpy(b)
-    step = _RESCORE_ROWS
-    for i0 in range(0, q.shape[0], step):
-        i1 = min(i0 + step, q.shape[0])
-        cand = bt.index_select(0, torch.from_numpy(ids[i0:i1].ravel())).to(torch.float64)
-        rows = qt[i0:i1].to(torch.float64).unsqueeze(2)
-        out[i0:i1] = torch.bmm(cand.view(i1 - i0, ids.shape[1], -1), rows).squeeze(2).numpy()
-    return out
 
 
 def _rescue(q: _Side, b: _Side, rows: np.ndarray, threshold: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
