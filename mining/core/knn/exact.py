@@ -1,6 +1,10 @@
 """Exact kNN by inner product over L2-normalised float32 rows.
 
 * ``knn_exact``: one direction with faiss ``IndexFlatIP`` (BLAS block size tuned).
+
+Both return each neighbour's similarity re-computed with float64 accumulation (``exact_sims``): a GEMM's fp32
+value depends on how the BLAS blocks the product, i.e. on the tile and shard shapes, so without it a sharded run's
+scores differed from a one-shard run's in the 7th digit.
 * ``knn_both_ways``: both directions from the SAME similarity tiles: one GEMM per tile, then one
   compiled pass keeps the running top-k of the tile's rows and of its columns, so exact mining costs about one
   matrix product instead of two flat searches.
@@ -23,6 +27,7 @@ from mining.core.knn.common import (
     empty_result,
     missing_to_neg_inf,
 )
+from mining.core.knn.rescore import candidate_dots
 from mining.core.knn.tiles import merge_heaps, run_workers
 from mining.core.knn.topk import TopK, push_f32_tile
 from mining.core.types import KnnResult
@@ -58,7 +63,27 @@ def knn_exact(
             sims[i0:i1], ids[i0:i1] = index.search(q[i0:i1], k)
             if progress is not None:
                 progress(i1, q.shape[0])
-    return missing_to_neg_inf(sims, ids), ids
+    return exact_sims(q, b, missing_to_neg_inf(sims, ids), ids)
+
+
+def exact_sims(q: np.ndarray, b: np.ndarray, sims: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each listed neighbour's similarity accumulated in float64 (as float32), re-sorted; missing ones stay last.
+
+    Args:
+        q: (nq, d) float32 or float16 rows; b: (nb, d) likewise.
+        sims: (nq, k) float32 similarities from an fp32 GEMM (-inf where missing).
+        ids: (nq, k) int64 rows of b (-1 where missing).
+
+    Returns:
+        sims (nq, k) float32 descending, equal values in id order, and their ids.
+    """
+    if ids.size == 0:
+        return sims, ids
+    missing = ids < 0
+    exact = candidate_dots(q, b, np.where(missing, 0, ids)).astype(np.float32)
+    exact[missing] = -np.inf
+    order = np.lexsort((np.where(missing, np.iinfo(np.int64).max, ids), -exact), axis=1)
+    return np.take_along_axis(exact, order, 1), np.take_along_axis(ids, order, 1)
 
 
 def knn_both_ways(
@@ -122,6 +147,6 @@ def knn_both_ways(
             report(i1 - i0)
 
     run_workers(run, workers, n_s, progress)
-    fwd_sims, fwd_ids = fwd.result()
-    bwd_sims, bwd_ids = merge_heaps([h.result() for h in bwds], min(k, n_s))
+    fwd_sims, fwd_ids = exact_sims(s, t, *fwd.result())
+    bwd_sims, bwd_ids = exact_sims(t, s, *merge_heaps([h.result() for h in bwds], min(k, n_s)))
     return KnnResult(fwd_sims=fwd_sims, fwd_ids=fwd_ids, bwd_sims=bwd_sims, bwd_ids=bwd_ids)

@@ -65,6 +65,22 @@ def test_knn_both_ways_matches_oracle(tile: tuple[int, int], k: int) -> None:
     _assert_same_knn(res.bwd_sims, res.bwd_ids, tgt, src, k)
 
 
+def test_exact_similarities_do_not_depend_on_tiles_or_path() -> None:
+    """fp32 GEMMs round differently per tile shape; the listed similarities are the float64 products (as float32)."""
+    rng = np.random.default_rng(4)
+    src, tgt = _clustered(rng, 300, 96, 7), _clustered(rng, 250, 96, 7)
+    runs = [knn_both_ways(src, tgt, 4, tile=tile) for tile in ((1, 1), (17, 33), (512, 2048))]
+    flat = knn_exact(src, tgt, 4, batch_size=11)
+    want = np.take_along_axis(src.astype(np.float64) @ tgt.astype(np.float64).T, runs[0].fwd_ids, 1)
+    np.testing.assert_array_equal(runs[0].fwd_sims, want.astype(np.float32))
+    for res in (*runs[1:], flat):
+        fwd = (res.fwd_sims, res.fwd_ids) if not isinstance(res, tuple) else res
+        np.testing.assert_array_equal(fwd[0], runs[0].fwd_sims)
+        np.testing.assert_array_equal(fwd[1], runs[0].fwd_ids)
+    for res in runs[1:]:
+        np.testing.assert_array_equal(res.bwd_sims, runs[0].bwd_sims)
+
+
 @pytest.mark.parametrize(("workers", "tile"), [(2, (5, 7)), (3, (4, 1000)), (8, (16, 9))])
 def test_knn_both_ways_parallel_workers_match_oracle(workers: int, tile: tuple[int, int]) -> None:
     rng = np.random.default_rng(11)

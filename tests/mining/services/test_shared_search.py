@@ -37,11 +37,16 @@ def test_backward_shards_merge_the_forward_shards_tiles_and_equal_one_shard(sett
     results = _search_results(sharded)
     assert [results[n].get("shared_pass", False) for n in range(6)] == [False] * 3 + [True] * 3
     assert all(results[n]["index_shards"] == 3 for n in range(3))
-    assert _pairs(sharded) == _pairs(whole)
+    # The same pairs in the same order. The scores agree to 1e-5, not exactly: the two runs embed in different
+    # batches (5 sentences or all), and an fp32 encoder's matrix products round differently with the batch's shape
+    # (seen on a CPU without bf16 units: up to 6e-6 in a similarity).
+    got, want = _pairs(sharded), _pairs(whole)
+    assert [p[:2] for p in got] == [p[:2] for p in want]
+    np.testing.assert_allclose([p[2] for p in got], [p[2] for p in want], rtol=1e-5)
     one = load_npz(run_dir(whole.pk) / "search" / "bwd-00000.npz")
     merged = [load_npz(run_dir(sharded.pk) / "search" / f"bwd-{j:05d}.npz") for j in range(3)]
     np.testing.assert_array_equal(np.concatenate([m["ids"] for m in merged]), one["ids"])
-    np.testing.assert_allclose(np.concatenate([m["sims"] for m in merged]), one["sims"], atol=1e-6)
+    np.testing.assert_allclose(np.concatenate([m["sims"] for m in merged]), one["sims"], atol=1e-5)
 
 
 @pytest.mark.django_db
