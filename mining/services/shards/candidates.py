@@ -134,8 +134,13 @@ def _stage_finish(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
         )
     written = sum(int(r["result"].get("candidates", 0)) for (s, _), r in rows.items() if s == "write")
     stats.update(
-        # which arithmetic the exact search ran in (bf16 tiles with an exact re-score, or fp32), and on what
-        knn={"method": ctx.params.knn.value, "compute": cpu_compute().value, "device": "cpu"},
+        # which search ran and in which arithmetic: exact search in bf16 tiles with an exact re-score where the CPU
+        # has bf16 units, else fp32; IVF is always fp32
+        knn={
+            "method": "ivf" if plan.ivf else "exact",
+            "compute": "fp32" if plan.ivf else cpu_compute().value,
+            "device": "cpu",
+        },
         candidates=written,
         kept_after_filters=sum(1 for r in reasons if not r),
         src_sentences=plan.n_src,

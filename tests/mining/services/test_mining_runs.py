@@ -187,6 +187,7 @@ def test_ivf_run_over_index_shards_trains_one_quantizer(settings):
         "search": 6,
     }
     assert run.stats["candidates"] == len(PAIRS)
+    assert run.stats["knn"] == {"method": "ivf", "compute": "fp32", "device": "cpu"}  # IVF lists are fp32 scans
 
 
 @pytest.mark.django_db

@@ -294,3 +294,20 @@ def test_run_form_defaults_to_two_different_languages_of_the_newest_corpus(staff
     newest = CorpusFactory(languages=["de", "en", "fr"])
     form = staff_client.get(reverse("run-start")).context["form"]
     assert (form.initial["src_corpus"], form.initial["src_lang"], form.initial["tgt_lang"]) == (newest.pk, "en", "de")
+
+
+@pytest.mark.parametrize(
+    ("knn", "says"),
+    [
+        ({"method": "exact", "compute": "fp32", "device": "cpu"}, "Search: exact kNN in fp32 on the CPU."),
+        (
+            {"method": "exact", "compute": "bf16", "device": "cpu"},
+            "Search: exact kNN in bf16 tiles with an exact fp32 re-score on the CPU.",
+        ),
+        ({"method": "ivf", "compute": "fp32", "device": "cpu"}, "Search: IVF (approximate) kNN in fp32 on the CPU."),
+    ],
+)
+def test_run_page_names_the_search_and_its_arithmetic(reviewer_client, knn, says):
+    run = MiningRunFactory(progress=1.0, stats={"candidates": 3, "knn": knn})
+    page = reviewer_client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert says in page
