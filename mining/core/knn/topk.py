@@ -16,7 +16,8 @@ left out (v <= c), which is what the bf16 path's proof needs.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 # Values per mask word (the mask is scanned 8 flags at a time as one uint64).
 _WORD = 8
@@ -81,17 +82,15 @@ def _push(tile: np.ndarray, dtype: type, i0: int, j0: int, rows: TopK, cols: Top
     if r == 0 or c == 0 or not (do_rows or do_cols):
         return
     bf16 = dtype is np.int16
-    if do_rows and do_cols:
-        assert cols is not None
-        both = _push_both_bf16 if bf16 else _push_both_f32
-        both(tile, i0, j0, rows.vals, rows.ids, cols.vals, cols.ids, cols.keys if bf16 else cols.tops)
-        return
-    one = _push_rows_bf16 if bf16 else _push_rows_f32
     if do_rows:
-        one(tile, i0, j0, rows.vals, rows.ids)
+        # The columns' heaps and top mirror, or (one direction) the rows' own as unused stand-ins of the right types.
+        other = cols if do_cols and cols is not None else rows
+        mirror = other.keys if bf16 else other.tops
+        _push_tile(tile, i0, j0, rows.vals, rows.ids, other.vals, other.ids, mirror, other is not rows)
         return
-    assert cols is not None
-    one(np.ascontiguousarray(tile.T), j0, i0, cols.vals, cols.ids)
+    assert cols is not None  # columns only: push the transposed tile as rows
+    mirror = cols.keys if bf16 else cols.tops
+    _push_tile(np.ascontiguousarray(tile.T), j0, i0, cols.vals, cols.ids, cols.vals, cols.ids, mirror, False)
     if bf16:
         cols.keys[j0 : j0 + c] = _keys_of(cols.vals[j0 : j0 + c, 0])
     else:
@@ -124,16 +123,55 @@ def _replace_top(vals: np.ndarray, ids: np.ndarray, row: int, v: float, idx: int
     ids[row, i] = idx
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _top_key(vals: np.ndarray, row: int, fbuf: np.ndarray, ibuf: np.ndarray) -> np.int16:  # pragma: no cover
-    """The int16 order key of heap ``row``'s top (a bf16-exact float32: its upper 16 bits are its bf16 bits)."""
-    fbuf[0] = vals[row, 0]
-    s = np.int16(ibuf[0] >> 16)
-    return np.int16(s ^ ((s >> np.int16(15)) & np.int16(0x7FFF)))
+def _key(x):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled only
+    """A tile value's order key: for a bf16 bit pattern (int16) an int16 that sorts as the value; else the value."""
+    raise NotImplementedError
+
+
+def _value(x, ibuf, fbuf):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled only
+    """A tile value as float32 (a bf16 bit pattern's upper-half float32 through the scratch buffers)."""
+    raise NotImplementedError
+
+
+def _top(mirror, vals, row, ibuf, fbuf):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled only
+    """Heap ``row``'s top in the mirror's terms: its int16 key (int16 mirror) or its value (float32 mirror)."""
+    raise NotImplementedError
+
+
+@overload(_key, inline="always")
+def _key_impl(x):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled only
+    if isinstance(x, types.Integer):
+        return lambda x: np.int16(x ^ ((x >> np.int16(15)) & np.int16(0x7FFF)))
+    return lambda x: x
+
+
+@overload(_value, inline="always")
+def _value_impl(x, ibuf, fbuf):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled only
+    if isinstance(x, types.Integer):
+
+        def bits(x, ibuf, fbuf):  # type: ignore[no-untyped-def]
+            ibuf[0] = np.int32(x) << 16
+            return fbuf[0]
+
+        return bits
+    return lambda x, ibuf, fbuf: x
+
+
+@overload(_top, inline="always")
+def _top_impl(mirror, vals, row, ibuf, fbuf):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled only
+    if isinstance(mirror.dtype, types.Integer):
+
+        def key(mirror, vals, row, ibuf, fbuf):  # type: ignore[no-untyped-def]
+            fbuf[0] = vals[row, 0]  # bf16-exact: its upper 16 bits are its bf16 bits
+            s = np.int16(ibuf[0] >> 16)
+            return np.int16(s ^ ((s >> np.int16(15)) & np.int16(0x7FFF)))
+
+        return key
+    return lambda mirror, vals, row, ibuf, fbuf: vals[row, 0]
 
 
 @njit(nogil=True, cache=True, boundscheck=False)
-def _push_both_bf16(
+def _push_tile(
     tile: np.ndarray,
     i0: int,
     j0: int,
@@ -141,121 +179,40 @@ def _push_both_bf16(
     fi: np.ndarray,
     bv: np.ndarray,
     bi: np.ndarray,
-    bkeys: np.ndarray,
+    mirror: np.ndarray,
+    both: bool,
 ) -> None:  # pragma: no cover - compiled; tested through the push_* functions
+    """Offer a tile (int16 bf16 bit patterns or float32) to its rows' heaps (fv, fi) and, with ``both``, to its
+    columns' heaps (bv, bi) whose tops ``mirror`` holds (int16 keys or float32 values, as the tile)."""
     rows, cols = tile.shape
     padded = (cols + _WORD - 1) // _WORD * _WORD
     mask = np.zeros(padded, np.uint8)
     words = mask.view(np.uint64)
-    colkey = bkeys[j0 : j0 + cols]
+    colm = mirror[j0 : j0 + cols] if both else mirror[:0]
     ibuf = np.zeros(1, np.int32)
     fbuf = ibuf.view(np.float32)
     for r in range(rows):
         row = i0 + r
         line = tile[r]
-        rk = _top_key(fv, row, fbuf, ibuf)
-        for c in range(cols):
-            s = line[c]
-            key = np.int16(s ^ ((s >> np.int16(15)) & np.int16(0x7FFF)))
-            mask[c] = (key > rk) | (key > colkey[c])
+        rk = _top(mirror, fv, row, ibuf, fbuf)
+        if both:
+            for c in range(cols):
+                key = _key(line[c])
+                mask[c] = (key > rk) | (key > colm[c])
+        else:
+            for c in range(cols):
+                mask[c] = _key(line[c]) > rk
         for w in range(padded // _WORD):
             if words[w] == 0:
                 continue
             for c in range(w * _WORD, min(w * _WORD + _WORD, cols)):
                 if mask[c] == 0:
                     continue
-                ibuf[0] = np.int32(line[c]) << 16
-                v = fbuf[0]
+                v = _value(line[c], ibuf, fbuf)
                 if v > fv[row, 0]:
                     _replace_top(fv, fi, row, v, j0 + c)
-                col = j0 + c
-                if v > bv[col, 0]:
-                    _replace_top(bv, bi, col, v, row)
-                    colkey[c] = _top_key(bv, col, fbuf, ibuf)
-
-
-@njit(nogil=True, cache=True, boundscheck=False)
-def _push_rows_bf16(tile: np.ndarray, i0: int, j0: int, fv: np.ndarray, fi: np.ndarray) -> None:  # pragma: no cover
-    rows, cols = tile.shape
-    padded = (cols + _WORD - 1) // _WORD * _WORD
-    mask = np.zeros(padded, np.uint8)
-    words = mask.view(np.uint64)
-    ibuf = np.zeros(1, np.int32)
-    fbuf = ibuf.view(np.float32)
-    for r in range(rows):
-        row = i0 + r
-        line = tile[r]
-        rk = _top_key(fv, row, fbuf, ibuf)
-        for c in range(cols):
-            s = line[c]
-            mask[c] = np.int16(s ^ ((s >> np.int16(15)) & np.int16(0x7FFF))) > rk
-        for w in range(padded // _WORD):
-            if words[w] == 0:
-                continue
-            for c in range(w * _WORD, min(w * _WORD + _WORD, cols)):
-                if mask[c] == 0:
-                    continue
-                ibuf[0] = np.int32(line[c]) << 16
-                v = fbuf[0]
-                if v > fv[row, 0]:
-                    _replace_top(fv, fi, row, v, j0 + c)
-
-
-@njit(nogil=True, cache=True, boundscheck=False)
-def _push_both_f32(
-    tile: np.ndarray,
-    i0: int,
-    j0: int,
-    fv: np.ndarray,
-    fi: np.ndarray,
-    bv: np.ndarray,
-    bi: np.ndarray,
-    btops: np.ndarray,
-) -> None:  # pragma: no cover
-    rows, cols = tile.shape
-    padded = (cols + _WORD - 1) // _WORD * _WORD
-    mask = np.zeros(padded, np.uint8)
-    words = mask.view(np.uint64)
-    coltop = btops[j0 : j0 + cols]
-    for r in range(rows):
-        row = i0 + r
-        line = tile[r]
-        rt = fv[row, 0]
-        for c in range(cols):
-            mask[c] = (line[c] > rt) | (line[c] > coltop[c])
-        for w in range(padded // _WORD):
-            if words[w] == 0:
-                continue
-            for c in range(w * _WORD, min(w * _WORD + _WORD, cols)):
-                if mask[c] == 0:
-                    continue
-                v = line[c]
-                if v > fv[row, 0]:
-                    _replace_top(fv, fi, row, v, j0 + c)
-                col = j0 + c
-                if v > bv[col, 0]:
-                    _replace_top(bv, bi, col, v, row)
-                    coltop[c] = bv[col, 0]
-
-
-@njit(nogil=True, cache=True, boundscheck=False)
-def _push_rows_f32(tile: np.ndarray, i0: int, j0: int, fv: np.ndarray, fi: np.ndarray) -> None:  # pragma: no cover
-    rows, cols = tile.shape
-    padded = (cols + _WORD - 1) // _WORD * _WORD
-    mask = np.zeros(padded, np.uint8)
-    words = mask.view(np.uint64)
-    for r in range(rows):
-        row = i0 + r
-        line = tile[r]
-        rt = fv[row, 0]
-        for c in range(cols):
-            mask[c] = line[c] > rt
-        for w in range(padded // _WORD):
-            if words[w] == 0:
-                continue
-            for c in range(w * _WORD, min(w * _WORD + _WORD, cols)):
-                if mask[c] == 0:
-                    continue
-                v = line[c]
-                if v > fv[row, 0]:
-                    _replace_top(fv, fi, row, v, j0 + c)
+                if both:
+                    col = j0 + c
+                    if v > bv[col, 0]:
+                        _replace_top(bv, bi, col, v, row)
+                        colm[c] = _top(mirror, bv, col, ibuf, fbuf)
