@@ -1,13 +1,14 @@
 """Exact kNN by inner product over L2-normalised float32 rows.
 
 * ``knn_exact``: one direction with faiss ``IndexFlatIP`` (BLAS block size tuned).
-
-Both return each neighbour's similarity re-computed with float64 accumulation (``exact_sims``): a GEMM's fp32
-value depends on how the BLAS blocks the product, i.e. on the tile and shard shapes, so without it a sharded run's
-scores differed from a one-shard run's in the 7th digit.
 * ``knn_both_ways``: both directions from the SAME similarity tiles: one GEMM per tile, then one
   compiled pass keeps the running top-k of the tile's rows and of its columns, so exact mining costs about one
   matrix product instead of two flat searches.
+
+Both return each neighbour's similarity re-computed with float64 accumulation (``exact_sims``): a GEMM's fp32
+value depends on how the BLAS blocks the product (tile shapes, faiss' flat search or tiles), so without it a
+backward shard that searched by itself scored its pairs differently, in the 7th digit, from one merged from the
+shared tile pass.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def knn_both_ways(
     process-wide setting restored afterwards), so the bookkeeping runs in parallel too instead
     of serialising between multi-threaded GEMMs. Each worker keeps its own target heaps; they
     are merged at the end. ``progress`` is always called from the calling thread.
-    Memory: the heaps ((n_src + workers * n_tgt) * k * 12 bytes) plus one tile per worker.
+    Memory: the heaps ((n_src + workers * n_tgt) * (k * 12 + 6) bytes) plus one tile per worker.
 
     Args:
         src: (n_src, d) float32, rows L2-normalised.
