@@ -14,11 +14,11 @@ The candidates are COPYed (binary) into a temporary table of a scratch database 
 server, created when missing): exact mining's figure is kNN both ways + margin + max-score + COPY.
 
 Targets (issues): exact mining (kNN both ways + margin + max-score + COPY) <= 1.2 x one fp32
-matrix product of the same shape in fp32, and <= 0.4 x with bf16 similarity tiles (issue 18: neighbour
+matrix product of the same shape in fp32, and <= 0.4 x with bf16 or int8 similarity tiles (issue 18: neighbour
 lists identical to the fp32 path for >= 99.9 % of rows, every similarity within 1e-6); IVF end to end
 < 60 s with recall@1 >= 0.95 against exact; 1M x 1M IVF peak memory < 8 GB. Not part of the test suite.
 
-    .venv/bin/python bench/mining_speed.py --compute bf16 --margins 0 4 8 16   # bf16 only, margin sweep
+    .venv/bin/python bench/mining_speed.py --compute int8 --margins 16 24 32   # int8 only, margin sweep
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--spread", type=float, default=2.0, help="within-cluster noise (2.0: cos to centre ~0.45)")
     p.add_argument("--pair-noise", type=float, default=1.0, help="noise of target copies (1.0: pair cos ~0.71)")
     p.add_argument("--tile", type=int, nargs=2, default=(512, 2048), help="fp32 exact-search tile (src rows, tgt rows)")
-    p.add_argument("--bf16-tile", type=int, nargs=2, default=None, help="bf16 tile (default: the library's)")
+    p.add_argument(
+        "--lowp-tile", type=int, nargs=2, default=None, help="bf16 / int8 tile (default: the library's for each)"
+    )
     p.add_argument(
         "--gemm-tile", type=int, nargs=2, default=(2048, 4096), help="second tiling tried for the GEMM yardstick"
     )
@@ -64,12 +66,15 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--no-copy", action="store_true", help="leave the COPY out of the exact figure")
     p.add_argument(
         "--compute",
-        choices=("both", "fp32", "bf16"),
-        default="both",
-        help="exact path(s) to run: fp32 tiles, bf16 tiles + fp32 re-score, or both (compared row by row)",
+        nargs="+",
+        choices=("fp32", "bf16", "int8"),
+        default=("fp32", "bf16", "int8"),
+        help="exact path(s) to run: fp32 tiles, bf16 or int8 tiles + exact re-score (each compared with the first)",
     )
-    p.add_argument("--margin", type=int, default=None, help="bf16 candidate margin (default: the library's)")
-    p.add_argument("--margins", type=int, nargs="*", default=(), help="also time the bf16 kNN at these margins")
+    p.add_argument("--margin", type=int, default=None, help="bf16 / int8 candidate margin (default: the library's)")
+    p.add_argument(
+        "--margins", type=int, nargs="*", default=(), help="also time the low-precision kNN at these margins"
+    )
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args()
 
@@ -87,9 +92,9 @@ import torch  # noqa: E402
 
 from bench._proc import reset_peak, status_kb  # noqa: E402
 from mining.core.candidates import Strategy, mine_candidates  # noqa: E402
-from mining.core.hw import bf16_supported  # noqa: E402
-from mining.core.knn import knn_both_ways, knn_both_ways_approx, knn_both_ways_bf16, knn_exact  # noqa: E402
-from mining.core.knn.bf16 import DEFAULT_MARGIN, DEFAULT_TILE  # noqa: E402
+from mining.core.hw import Compute, bf16_supported, int8_supported  # noqa: E402
+from mining.core.knn import knn_both_ways, knn_both_ways_approx, knn_both_ways_lowp, knn_exact  # noqa: E402
+from mining.core.knn.lowp import DEFAULT_MARGIN, DEFAULT_TILE  # noqa: E402
 from mining.core.margin import Margin  # noqa: E402
 from mining.core.types import Candidates, KnnResult  # noqa: E402
 
@@ -255,15 +260,16 @@ def run_size(n: int, args: argparse.Namespace, report: Report, with_exact: bool)
 def run_exact(
     n: int, src: np.ndarray, tgt: np.ndarray, args: argparse.Namespace, report: Report
 ) -> tuple[KnnResult, Candidates]:
-    """Exact mining in fp32 and/or bf16 tiles against the fp32 GEMM yardstick; returns the last path's output."""
+    """Exact mining in fp32, bf16 and/or int8 tiles against the fp32 GEMM yardstick; returns the last path's
+    output. The low-precision paths are compared row by row with the first path run."""
     tile = tuple(args.tile)
-    bf16_tile = tuple(args.bf16_tile or DEFAULT_TILE)
-    margin = DEFAULT_MARGIN if args.margin is None else args.margin
-    paths = ["fp32", "bf16"] if args.compute == "both" else [args.compute]
+    paths = list(dict.fromkeys(args.compute))
+    lowp = {p: (tuple(args.lowp_tile or DEFAULT_TILE[Compute(p)]), _margin(args, p)) for p in paths if p != "fp32"}
     copy = None if args.no_copy else args.copy_dsn
     if copy:
         ensure_database(copy)
-    names = {"fp32": "exact kNN both ways", "bf16": f"exact kNN both ways, bf16 tiles {bf16_tile} (margin {margin})"}
+    names = {"fp32": "exact kNN both ways"}
+    names.update({p: f"exact kNN both ways, {p} tiles {t} (margin {m})" for p, (t, m) in lowp.items()})
     # The yardstick is the faster of two GEMM runs, one before the exact search in its tiling and
     # one after in a large tiling: the stricter bar, and robust to a co-tenant's burst.
     with report.stage(f"{n}: yardstick fp32 GEMM, tiles {tile}"):
@@ -275,17 +281,19 @@ def run_exact(
             if path == "fp32":
                 knns[path] = knn_both_ways(src, tgt, args.k, tile=tile)
             else:
-                knns[path] = knn_both_ways_bf16(src, tgt, args.k, tile=bf16_tile, margin=margin)
+                t, m = lowp[path]
+                knns[path] = knn_both_ways_lowp(src, tgt, args.k, compute=path, tile=t, margin=m)
         with report.stage(f"{n}: margin + max-score ({path})"):
             cands[path] = mine_candidates(knns[path], margin=Margin.RATIO, k=args.k, strategy=Strategy.MAX_SCORE)
         if copy:
             with report.stage(f"{n}: COPY candidates ({path})"):
                 n_rows = copy_candidates(copy, cands[path])
             print(f"  COPY wrote {n_rows:,} rows")
-    for extra in args.margins:
-        with report.stage(f"{n}: exact kNN both ways, bf16 tiles (margin {extra}), sweep"):
-            info = knn_both_ways_bf16(src, tgt, args.k, tile=bf16_tile, margin=extra).info
-        print(f"    margin {extra}: K = {info.candidates}, rows rescued {info.rescued:,} of {2 * n:,}")
+    for path, (t, _) in lowp.items():
+        for extra in args.margins:
+            with report.stage(f"{n}: exact kNN both ways, {path} tiles (margin {extra}), sweep"):
+                info = knn_both_ways_lowp(src, tgt, args.k, compute=path, tile=t, margin=extra).info
+            print(f"    {path} margin {extra}: K = {info.candidates}, rows rescued {info.rescued:,} of {2 * n:,}")
     gemm_tiles = [tile] + ([tuple(args.gemm_tile)] if tuple(args.gemm_tile) != tile else [])
     if len(gemm_tiles) > 1:
         with report.stage(f"{n}: yardstick fp32 GEMM, tiles {gemm_tiles[1]}"):
@@ -300,20 +308,27 @@ def run_exact(
         target = "1.2" if path == "fp32" else "0.4"
         print(f"  exact mining, {path} ({what}): {total:.2f} s = {total / gemm:.3f} x the GEMM (target <= {target})")
         print(f"  exact candidates ({path}): {len(cands[path]):,}")
-    if "bf16" in knns:
-        info = knns["bf16"].info
-        print(f"  bf16 path: {info.as_dict()} (bf16 units detected: {bf16_supported()})")
-    if len(knns) == 2:
-        a, b = knns["fp32"], knns["bf16"]
+    print(f"  units detected: bf16 {bf16_supported()}, int8 {int8_supported()}")
+    first = paths[0]
+    for path in lowp:
+        print(f"  {path} path: {knns[path].info.as_dict()}")
+        if path == first:
+            continue
+        a, b = knns[first], knns[path]
         for side, ia, ib, sa, sb in (
             ("fwd", a.fwd_ids, b.fwd_ids, a.fwd_sims, b.fwd_sims),
             ("bwd", a.bwd_ids, b.bwd_ids, a.bwd_sims, b.bwd_sims),
         ):
             same = float(np.mean(np.all(ia == ib, axis=1)))
             diff = float(np.max(np.abs(sa - sb)))
-            print(f"  bf16 vs fp32 {side}: neighbour lists identical {same:.5f} of rows, max |sim diff| {diff:.2e}")
-        print(f"  candidate pairs identical: {pair_recall(cands['bf16'], cands['fp32']):.5f} of the fp32 pairs")
+            print(f"  {path} vs {first} {side}: lists identical {same:.5f} of rows, max |sim diff| {diff:.1e}")
+        print(f"  candidate pairs identical: {pair_recall(cands[path], cands[first]):.5f} of the {first} pairs")
     return knns[paths[-1]], cands[paths[-1]]
+
+
+def _margin(args: argparse.Namespace, path: str) -> int:
+    """The candidate margin of a low-precision path: --margin, else the library's default for its arithmetic."""
+    return DEFAULT_MARGIN[Compute(path)] if args.margin is None else int(args.margin)
 
 
 def main() -> None:

@@ -40,10 +40,10 @@ if ARGS is not None:
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from mining.core.knn.bf16 import DEFAULT_MARGIN, DEFAULT_TILE, _finish, _Side  # noqa: E402
 
 from bench.mining_speed import make_data  # noqa: E402
 from mining.core.knn import bf16  # noqa: E402
-from mining.core.knn.bf16 import DEFAULT_MARGIN, DEFAULT_TILE, _finish, _Side  # noqa: E402
 from mining.core.knn.shards import merge_topk, row_shards  # noqa: E402
 from mining.core.knn.topk import TopK, push_bf16_tile  # noqa: E402
 

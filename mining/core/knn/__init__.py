@@ -1,7 +1,7 @@
 """k nearest neighbours by inner product over L2-normalised float32 rows, in both directions.
 
-Modules: ``exact`` (flat search, and both directions from one pass of similarity tiles), ``bf16`` (the same from
-bf16 tiles with a proved fp32 re-score, one direction or both), ``ivf`` (an IVF-Flat index trained on a seeded
+Modules: ``exact`` (flat search, and both directions from one pass of similarity tiles), ``lowp`` (the same from
+bf16 or int8 tiles with a proved exact re-score, one direction or both), ``ivf`` (an IVF-Flat index trained on a seeded
 sample), ``common`` (input checks and helpers both use), ``tiles`` (the heaps the tiled paths share), ``shards``
 (searching one index shard and merging the shards' lists). ``knn_search`` and ``knn_both``
 dispatch on ``KnnMethod``; ``knn_method_for`` picks one by size.
@@ -13,10 +13,10 @@ import enum
 
 import numpy as np
 
-from mining.core.hw import Compute, cpu_compute
-from mining.core.knn.bf16 import knn_both_ways_bf16, knn_exact_bf16
+from mining.core.hw import Compute, knn_compute
 from mining.core.knn.exact import knn_both_ways, knn_exact
 from mining.core.knn.ivf import build_ivf, knn_approx, knn_both_ways_approx
+from mining.core.knn.lowp import knn_both_ways_lowp, knn_exact_lowp
 from mining.core.types import KnnResult
 
 __all__ = [
@@ -27,9 +27,9 @@ __all__ = [
     "knn_both",
     "knn_both_ways",
     "knn_both_ways_approx",
-    "knn_both_ways_bf16",
+    "knn_both_ways_lowp",
     "knn_exact",
-    "knn_exact_bf16",
+    "knn_exact_lowp",
     "knn_method_for",
     "knn_search",
 ]
@@ -60,16 +60,17 @@ def knn_search(
     compute: Compute | None = None,
     **params: object,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One-direction kNN by ``method`` (params go to ``knn_exact[_bf16]`` or ``knn_approx``).
+    """One-direction kNN by ``method`` (params go to ``knn_exact[_lowp]`` or ``knn_approx``).
 
-    EXACT runs in ``compute`` arithmetic as ``knn_both`` does: BF16 (``knn_exact_bf16``: bf16 tiles with the
-    proved fp32 re-score, the fp32 neighbours and similarities) or FP32 (faiss' flat search); default
-    ``cpu_compute()``. ``batch_size`` only applies to the FP32 path (the bf16 path is tiled).
+    EXACT runs in ``compute`` arithmetic as ``knn_both`` does: BF16 or INT8 (``knn_exact_lowp``: low-precision
+    tiles with the proved exact re-score, the fp32 neighbours and similarities) or FP32 (faiss' flat search);
+    default ``knn_compute()``. ``batch_size`` only applies to the FP32 path (the others are tiled).
     """
     if method is KnnMethod.EXACT:
-        if (compute or cpu_compute()) is Compute.BF16:
+        chosen = compute or knn_compute()
+        if chosen is not Compute.FP32:
             params.pop("batch_size", None)
-            return knn_exact_bf16(queries, base, k, **params)  # type: ignore[arg-type]
+            return knn_exact_lowp(queries, base, k, compute=chosen, **params)  # type: ignore[arg-type]
         return knn_exact(queries, base, k, **params)  # type: ignore[arg-type]
     if method is KnnMethod.IVF:
         return knn_approx(queries, base, k, **params)  # type: ignore[arg-type]
@@ -85,15 +86,16 @@ def knn_both(
     compute: Compute | None = None,
     **params: object,
 ) -> KnnResult:
-    """Both-direction kNN by ``method`` (params go to ``knn_both_ways[_bf16]`` or ``knn_both_ways_approx``).
+    """Both-direction kNN by ``method`` (params go to ``knn_both_ways[_lowp]`` or ``knn_both_ways_approx``).
 
-    EXACT runs in ``compute`` arithmetic: BF16 (bf16 tiles re-scored in fp32: the fp32 neighbours and
-    similarities, several times faster where the CPU has bf16 units) or FP32; default ``cpu_compute()``, i.e.
-    BF16 where the CPU has bf16 units. The result's ``info`` names the path that ran.
+    EXACT runs in ``compute`` arithmetic: BF16 or INT8 (low-precision tiles re-scored exactly: the fp32
+    neighbours and similarities, several times faster where the CPU has bf16 or int8 units) or FP32; default
+    ``knn_compute()``. The result's ``info`` names the path that ran.
     """
     if method is KnnMethod.EXACT:
-        if (compute or cpu_compute()) is Compute.BF16:
-            return knn_both_ways_bf16(src, tgt, k, **params)  # type: ignore[arg-type]
+        chosen = compute or knn_compute()
+        if chosen is not Compute.FP32:
+            return knn_both_ways_lowp(src, tgt, k, compute=chosen, **params)  # type: ignore[arg-type]
         return knn_both_ways(src, tgt, k, **params)  # type: ignore[arg-type]
     if method is KnnMethod.IVF:
         return knn_both_ways_approx(src, tgt, k, **params)  # type: ignore[arg-type]

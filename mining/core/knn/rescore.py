@@ -1,9 +1,9 @@
 """Exact (float64-accumulated) inner products of query rows with their candidate rows, compiled (numba).
 
-The bf16 search re-scores each row's k + margin candidates. A float64 ``bmm`` over gathered (rows, K, d) blocks ran
-at about 1.4 GFLOP/s here (tiny batched products, plus converting every gathered value to float64 first); this loop
-reads the float32 values once and accumulates their products in float64 (a product of two float32 is exact in
-float64, and a 512-term float64 sum is within about 1e-13 of the real one: far inside the proof's 1e-6 slack).
+The bf16 and int8 searches re-score each row's k + margin candidates. A float64 ``bmm`` over gathered (rows, K, d)
+blocks ran at about 1.4 GFLOP/s here (tiny batched products, plus converting every gathered value to float64 first);
+this loop reads the float32 values once and accumulates their products in float64 (a product of two float32 is exact
+in float64, and a 512-term float64 sum is within about 1e-13 of the real one: far inside the proof's 1e-6 slack).
 """
 
 from __future__ import annotations

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 import faiss
 import numpy as np
 
-from mining.core.hw import Compute, cpu_compute
-from mining.core.knn.bf16 import knn_both_ways_bf16, knn_exact_bf16
+from mining.core.hw import Compute, knn_compute
 from mining.core.knn.common import check_matrix, empty_result, missing_to_neg_inf
 from mining.core.knn.exact import knn_both_ways, knn_exact
 from mining.core.knn.ivf import build_ivf
+from mining.core.knn.lowp import knn_both_ways_lowp, knn_exact_lowp
 
 __all__ = [
     "IVF_TRAIN_PER_LIST",
@@ -82,19 +82,20 @@ def search_exact_shard(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k of each query among one index shard whose first row is global row `offset`.
 
-    With ``compute`` BF16 (the default where the CPU has bf16 units) the similarities come from bf16 tiles with an
-    exact re-score that proves the fp32 top-k (``knn_exact_bf16``); with FP32, from faiss' flat search. Both give
-    the same neighbours and similarities (to 1e-6).
+    With ``compute`` BF16 or INT8 (the default where the CPU has bf16 or int8 units) the similarities come from
+    low-precision tiles with an exact re-score that proves the fp32 top-k (``knn_exact_lowp``); with FP32, from
+    faiss' flat search. All give the same neighbours and similarities (to 1e-6).
 
     Args:
         queries: (nq, d) float32 or float16 rows L2-normalised; base: (nb, d) likewise.
-        compute: the arithmetic of the similarity tiles; default ``hw.cpu_compute()``.
+        compute: the arithmetic of the similarity tiles; default ``hw.knn_compute()``.
 
     Returns:
         sims (nq, min(k, nb)) float32 and global ids (nq, min(k, nb)) int64 (-1 where missing).
     """
-    if (compute or cpu_compute()) is Compute.BF16 and len(queries) and len(base):
-        sims, ids = knn_exact_bf16(queries, base, k)
+    chosen = compute or knn_compute()
+    if chosen is not Compute.FP32 and len(queries) and len(base):
+        sims, ids = knn_exact_lowp(queries, base, k, compute=chosen)
     else:
         sims, ids = knn_exact(queries, base, k)
     return sims, np.where(ids >= 0, ids + int(offset), -1)
@@ -107,7 +108,7 @@ def search_exact_shard_both(
 
     The query rows' top-k among the index shard (as ``search_exact_shard``) and the index rows' top-k among the
     query shard, which a run merges over the query shards into the other direction's lists instead of computing
-    every tile a second time. BF16 (default where the CPU has bf16 units): ``knn_both_ways_bf16``; FP32:
+    every tile a second time. BF16 or INT8 (default where the CPU has such units): ``knn_both_ways_lowp``; FP32:
     ``knn_both_ways`` (fp32 tiles); the same neighbours and similarities (to 1e-6).
 
     Args:
@@ -117,8 +118,9 @@ def search_exact_shard_both(
     Returns:
         ((sims (nq, min(k, nb)), global base ids), (sims (nb, min(k, nq)), global query ids)); float32 / int64.
     """
-    if (compute or cpu_compute()) is Compute.BF16 and len(queries) and len(base):
-        res = knn_both_ways_bf16(queries, base, k)
+    chosen = compute or knn_compute()
+    if chosen is not Compute.FP32 and len(queries) and len(base):
+        res = knn_both_ways_lowp(queries, base, k, compute=chosen)
     else:
         res = knn_both_ways(np.asarray(queries, dtype=np.float32), np.asarray(base, dtype=np.float32), k)
     fwd_ids = np.where(res.fwd_ids >= 0, res.fwd_ids + int(b_offset), -1)

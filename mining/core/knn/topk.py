@@ -3,9 +3,9 @@
 The exact searches' bookkeeping used to be: per tile, row (or segment) maxima, a gather of the hot parts and faiss
 heap calls; for bf16 tiles also a conversion to fp32. At the bf16 GEMM's rate that cost about twice the GEMM. Here
 one compiled loop reads each tile value once: a vectorised pass per row compares the values (for bf16, order-
-preserving int16 keys of their bit patterns) with the row's heap top and with every column's heap top, making a
-mask; then only the flagged values are pushed (binary min-heaps). ``bench/tile_bookkeeping.py`` measures it against
-the faiss-heap bookkeeping it replaced.
+preserving int16 keys of their bit patterns; int8 products' int32 values as float32) with the row's heap top and
+with every column's heap top, making a mask; then only the flagged values are pushed (binary min-heaps).
+``bench/tile_bookkeeping.py`` measures it against the faiss-heap bookkeeping it replaced.
 
 A flag uses the thresholds as they were when the row's mask was made, which can only be lower than the current ones
 (heap tops only rise), so a flag may be stale but a value that belongs in a heap is never missed; the push re-checks
@@ -27,8 +27,9 @@ class TopK:
     """Running top-k (largest) of ``n`` rows: min-heaps over (n, k) float32 values and int64 ids (-1 = empty).
 
     Used as the columns' heaps of a tile, the heap tops are mirrored in a contiguous array the mask pass reads:
-    ``keys`` (int16 order keys, for bf16 tiles) or ``tops`` (float32, for fp32 tiles). Feed one TopK from one kind
-    of tile: the other mirror is not kept up to date (it would only be low, flagging more values, never fewer).
+    ``keys`` (int16 order keys, for bf16 tiles) or ``tops`` (float32, for fp32 and int32 tiles). Feed one TopK from
+    one kind of tile: the other mirror is not kept up to date (it would only be low, flagging more values, never
+    fewer).
     """
 
     def __init__(self, n: int, k: int) -> None:
@@ -70,6 +71,18 @@ def push_f32_tile(tile: np.ndarray, i0: int, j0: int, rows: TopK, cols: TopK | N
         i0, j0, rows, cols: as ``push_bf16_tile``.
     """
     _push(tile, np.float32, i0, j0, rows, cols)
+
+
+def push_int32_tile(tile: np.ndarray, i0: int, j0: int, rows: TopK, cols: TopK | None) -> None:
+    """Offer every value of an int32 tile (int8 products) to the heaps of its rows and (if given) of its columns.
+
+    The values are kept as float32, exact while |value| < 2^24 (the int8 path keeps d * qmax^2 below that).
+
+    Args:
+        tile: (r, c) int32, C-contiguous; value [a, b] is the product of row i0 + a and column j0 + b.
+        i0, j0, rows, cols: as ``push_bf16_tile``.
+    """
+    _push(tile, np.int32, i0, j0, rows, cols)
 
 
 def _push(tile: np.ndarray, dtype: type, i0: int, j0: int, rows: TopK, cols: TopK | None) -> None:
@@ -138,16 +151,25 @@ def _top(mirror, vals, row, ibuf, fbuf):  # type: ignore[no-untyped-def]  # prag
     raise NotImplementedError
 
 
+def _is_bf16_bits(x) -> bool:  # type: ignore[no-untyped-def]  # pragma: no cover - compiled only
+    """Whether a numba type is a bf16 bit pattern (int16); int32 tile values are integers to compare as floats."""
+    return isinstance(x, types.Integer) and x.bitwidth == 16
+
+
 @overload(_key, inline="always")
 def _key_impl(x):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled only
-    if isinstance(x, types.Integer):
+    if isinstance(x, types.Integer) and x.bitwidth == 32:
+        return lambda x: np.float32(x)
+    if _is_bf16_bits(x):
         return lambda x: np.int16(x ^ ((x >> np.int16(15)) & np.int16(0x7FFF)))
     return lambda x: x
 
 
 @overload(_value, inline="always")
 def _value_impl(x, ibuf, fbuf):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled only
-    if isinstance(x, types.Integer):
+    if isinstance(x, types.Integer) and x.bitwidth == 32:
+        return lambda x, ibuf, fbuf: np.float32(x)
+    if _is_bf16_bits(x):
 
         def bits(x, ibuf, fbuf):  # type: ignore[no-untyped-def]
             ibuf[0] = np.int32(x) << 16
@@ -182,8 +204,8 @@ def _push_tile(
     mirror: np.ndarray,
     both: bool,
 ) -> None:  # pragma: no cover - compiled; tested through the push_* functions
-    """Offer a tile (int16 bf16 bit patterns or float32) to its rows' heaps (fv, fi) and, with ``both``, to its
-    columns' heaps (bv, bi) whose tops ``mirror`` holds (int16 keys or float32 values, as the tile)."""
+    """Offer a tile (int16 bf16 bit patterns, int32 or float32) to its rows' heaps (fv, fi) and, with ``both``, to its
+    columns' heaps (bv, bi) whose tops ``mirror`` holds (int16 keys for bf16 tiles, else float32 values)."""
     rows, cols = tile.shape
     padded = (cols + _WORD - 1) // _WORD * _WORD
     mask = np.zeros(padded, np.uint8)

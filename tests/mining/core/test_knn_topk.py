@@ -1,4 +1,5 @@
-"""The compiled top-k pass over bf16 tiles against a brute-force oracle (numpy sorts of the whole matrix)."""
+"""The compiled top-k pass over bf16, fp32 and int32 tiles against a brute-force oracle (numpy sorts of the whole
+matrix)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from mining.core.knn.topk import TopK, push_bf16_tile, push_f32_tile
+from mining.core.knn.topk import TopK, push_bf16_tile, push_f32_tile, push_int32_tile
 
 
 def _bf16_matrix(rng: np.random.Generator, n: int, m: int, *, levels: int | None = None) -> torch.Tensor:
@@ -17,17 +18,29 @@ def _bf16_matrix(rng: np.random.Generator, n: int, m: int, *, levels: int | None
     return torch.from_numpy(x).to(torch.bfloat16)
 
 
+def _as_int32(s: torch.Tensor) -> torch.Tensor:
+    """The bf16 values scaled to integers (what an int8 product tile holds), keeping their ties."""
+    return (s.to(torch.float32) * 4096).round().to(torch.int32)
+
+
+def _values(s: torch.Tensor, kind: str) -> np.ndarray:
+    """The float values the heaps of ``kind`` tiles of s hold."""
+    return (_as_int32(s) if kind == "int32" else s).to(torch.float32).numpy()
+
+
 def _push_all(
-    s: torch.Tensor, k_rows: int, k_cols: int | None, tile: tuple[int, int], *, f32: bool = False
+    s: torch.Tensor, k_rows: int, k_cols: int | None, tile: tuple[int, int], *, kind: str = "bf16"
 ) -> tuple[TopK, TopK | None]:
-    """Push s tile by tile: as bf16 bit patterns, or (``f32``) as the float32 of its values."""
+    """Push s tile by tile: as bf16 bit patterns, as the float32 of its values, or as int32 (``_as_int32``)."""
     n, m = s.shape
     rows, cols = TopK(n, k_rows), (TopK(m, k_cols) if k_cols is not None else None)
     for i0 in range(0, n, tile[0]):
         for j0 in range(0, m, tile[1]):
             part = s[i0 : i0 + tile[0], j0 : j0 + tile[1]].contiguous()
-            if f32:
+            if kind == "f32":
                 push_f32_tile(part.to(torch.float32).numpy(), i0, j0, rows, cols)
+            elif kind == "int32":
+                push_int32_tile(_as_int32(part).numpy(), i0, j0, rows, cols)
             else:
                 push_bf16_tile(part.view(torch.int16).numpy(), i0, j0, rows, cols)
     return rows, cols
@@ -64,25 +77,25 @@ def _check(heaps: TopK, v: np.ndarray, k: int) -> None:
         (200, 180, 3, (37, 41), 3),  # ties everywhere (7 distinct values)
     ],
 )
-@pytest.mark.parametrize("f32", [False, True], ids=["bf16", "f32"])
+@pytest.mark.parametrize("kind", ["bf16", "f32", "int32"])
 def test_both_ways_equal_the_oracle(
-    n: int, m: int, k: int, tile: tuple[int, int], levels: int | None, f32: bool
+    n: int, m: int, k: int, tile: tuple[int, int], levels: int | None, kind: str
 ) -> None:
     s = _bf16_matrix(np.random.default_rng(n * m + k), n, m, levels=levels)
-    rows, cols = _push_all(s, k, k, tile, f32=f32)
-    v = s.to(torch.float32).numpy()
+    rows, cols = _push_all(s, k, k, tile, kind=kind)
+    v = _values(s, kind)
     _check(rows, v, k)
     assert cols is not None
     _check(cols, v.T, k)
 
 
-@pytest.mark.parametrize("f32", [False, True], ids=["bf16", "f32"])
-def test_one_direction_and_columns_only_equal_the_oracle(f32: bool) -> None:
+@pytest.mark.parametrize("kind", ["bf16", "f32", "int32"])
+def test_one_direction_and_columns_only_equal_the_oracle(kind: str) -> None:
     s = _bf16_matrix(np.random.default_rng(5), 70, 90)
-    v = s.to(torch.float32).numpy()
-    rows, _ = _push_all(s, 6, None, (16, 24), f32=f32)
+    v = _values(s, kind)
+    rows, _ = _push_all(s, 6, None, (16, 24), kind=kind)
     _check(rows, v, 6)
-    empty_rows, cols = _push_all(s, 0, 4, (16, 24), f32=f32)
+    empty_rows, cols = _push_all(s, 0, 4, (16, 24), kind=kind)
     assert cols is not None and empty_rows.vals.shape == (70, 0)
     _check(cols, v.T, 4)
 
@@ -107,6 +120,8 @@ def test_rejects_a_tile_that_does_not_fit() -> None:
         push_bf16_tile(bits.astype(np.int32), 0, 0, rows, cols)
     with pytest.raises(ValueError, match="float32"):
         push_f32_tile(np.zeros((3, 3))[:, :2], 0, 0, rows, cols)
+    with pytest.raises(ValueError, match="int32"):
+        push_int32_tile(bits, 0, 0, rows, cols)
 
 
 def test_equal_values_come_in_id_order() -> None:

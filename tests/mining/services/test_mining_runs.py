@@ -88,9 +88,9 @@ def test_sentence_run_finds_the_translations_and_stores_evidence():
     default = run.stats["default_threshold"]
     assert default["threshold"] is None and default["k"] == 3 and default["margin"] == "ratio"
     assert "passed the pre-filters" in default["reason"]
-    from mining.core.hw import cpu_compute
+    from mining.core.hw import knn_compute
 
-    assert run.stats["knn"] == {"method": "exact", "compute": cpu_compute().value, "device": "cpu"}
+    assert run.stats["knn"] == {"method": "exact", "compute": knn_compute().value, "device": "cpu"}
 
 
 @pytest.mark.django_db
