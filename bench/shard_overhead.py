@@ -40,20 +40,22 @@ if ARGS is not None:
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from mining.core.knn.bf16 import DEFAULT_MARGIN, DEFAULT_TILE, _finish, _Side  # noqa: E402
 
 from bench.mining_speed import make_data  # noqa: E402
-from mining.core.knn import bf16  # noqa: E402
+from mining.core.hw import Compute  # noqa: E402
+from mining.core.knn import lowp  # noqa: E402
+from mining.core.knn.lowp import DEFAULT_MARGIN, DEFAULT_TILE, _finish, _Side  # noqa: E402
 from mining.core.knn.shards import merge_topk, row_shards  # noqa: E402
 from mining.core.knn.topk import TopK, push_bf16_tile  # noqa: E402
 
 PARTS = ("gemm", "bookkeeping", "bf16 copies and norms", "re-score and proof", "rescue", "merge")
 _RESCUE_SECS = [0.0]
-_rescue = bf16._rescue
+_rescue = lowp._rescue
+BF16 = lowp._arith(Compute.BF16)
 
 
 def _timed_rescue(*args: object, **kwargs: object) -> tuple[np.ndarray, np.ndarray]:
-    """bf16._rescue, its time kept apart (it runs bf16 GEMMs: slow where the CPU has no bf16 units)."""
+    """lowp._rescue, its time kept apart (it runs bf16 GEMMs: slow where the CPU has no bf16 units)."""
     t0 = time.perf_counter()
     try:
         return _rescue(*args, **kwargs)
@@ -61,13 +63,13 @@ def _timed_rescue(*args: object, **kwargs: object) -> tuple[np.ndarray, np.ndarr
         _RESCUE_SECS[0] += time.perf_counter() - t0
 
 
-bf16._rescue = _timed_rescue
+lowp._rescue = _timed_rescue
 
 
 def one_pair(src: np.ndarray, tgt: np.ndarray, k: int, secs: dict[str, float]) -> tuple[tuple, tuple, int]:
     """Both ways between src and tgt as the bf16 path does it, the GEMM (fp32, rounded) timed apart."""
-    width = k + DEFAULT_MARGIN
-    ts, tt = DEFAULT_TILE
+    width = k + DEFAULT_MARGIN[Compute.BF16]
+    ts, tt = DEFAULT_TILE[Compute.BF16]
     s_t, t_t = torch.from_numpy(src), torch.from_numpy(tgt)
     fwd, bwd = TopK(len(src), min(width, len(tgt))), TopK(len(tgt), min(width, len(src)))
     for i0 in range(0, len(src), ts):
@@ -79,7 +81,7 @@ def one_pair(src: np.ndarray, tgt: np.ndarray, k: int, secs: dict[str, float]) -
             secs["gemm"] += t1 - t0
             secs["bookkeeping"] += time.perf_counter() - t1
     t0 = time.perf_counter()
-    s_side, t_side = _Side.of(src), _Side.of(tgt)
+    s_side, t_side = _Side.of(src, BF16), _Side.of(tgt, BF16)
     t1 = time.perf_counter()
     _RESCUE_SECS[0] = 0.0
     (cf, cf_ids), (cb, cb_ids) = fwd.result(), bwd.result()
