@@ -288,3 +288,30 @@ def test_shard_searched_both_ways_equals_the_two_one_way_searches(compute: Compu
     _assert_same_one_way(f_sims, f_ids - 500, *search_exact_shard(q, b, 5, 0, compute=Compute.FP32), q, b)
     _assert_same_one_way(b_sims, b_ids - 1000, *search_exact_shard(b, q, 5, 0, compute=Compute.FP32), b, q)
     assert f_ids.min() >= 500 and b_ids.min() >= 1000
+
+
+def test_int8_levels_keep_tile_values_exact_in_float32() -> None:
+    for d in (1, 8, 512, 1040, 1041, 2048, 4096):
+        q = lowp_module.int8_levels(d)
+        assert 1 <= q <= 127 and d * q * q < 2**24
+    assert lowp_module.int8_levels(512) == 127 and lowp_module.int8_levels(2048) == 90
+
+
+def test_int8_at_a_wide_dimension_matches_fp32() -> None:
+    rng = np.random.default_rng(21)
+    src, tgt = _clustered(rng, 60, 2048, 3, 0.5), _clustered(rng, 50, 2048, 3, 0.5)
+    res = knn_both_ways_lowp(src, tgt, 3, compute=Compute.INT8, tile=(16, 16))
+    _assert_same(res, knn_both_ways(src, tgt, 3), src, tgt)
+
+
+@LOWP
+def test_lowp_with_rows_of_very_different_norms_and_a_zero_row(compute: Compute) -> None:
+    # One scale per int8 side: the long rows set it, so the short rows are rounded coarsely and must be rescued.
+    rng = np.random.default_rng(22)
+    src = _clustered(rng, 80, 32, 4, 0.3) * rng.uniform(0.01, 10.0, (80, 1)).astype(np.float32)
+    tgt = _clustered(rng, 70, 32, 4, 0.3) * rng.uniform(0.01, 10.0, (70, 1)).astype(np.float32)
+    src[5] = 0.0
+    res = knn_both_ways_lowp(src, tgt, 4, compute=compute, tile=(13, 11))
+    _assert_same(res, knn_both_ways(src, tgt, 4), src, tgt)
+    sims, ids = knn_exact_lowp(src, tgt, 4, compute=compute, tile=(13, 11))
+    _assert_same_one_way(sims, ids, *knn_exact(src, tgt, 4), src, tgt)
