@@ -22,11 +22,11 @@ class KnnInfo:
     """How a kNN result was computed, for a run's stats (``as_dict`` is JSON-ready).
 
     Attributes:
-        compute: the arithmetic of the similarity tiles (BF16 tiles are always re-scored in fp32).
+        compute: the arithmetic of the similarity tiles (BF16 and INT8 tiles are always re-scored exactly).
         device: where the tiles were computed.
-        candidates: per-row candidate list width of the bf16 pass (k + margin); 0 for fp32.
-        rescued: rows (both directions) whose bf16 candidate list could not be proved to hold the fp32 top-k
-            and were searched again (every similarity within the bf16 error bound, re-scored in fp32).
+        candidates: per-row candidate list width of the bf16 / int8 pass (k + margin); 0 for fp32.
+        rescued: rows (both directions) whose candidate list could not be proved to hold the fp32 top-k and were
+            searched again (every similarity within the tiles' error bound, re-scored exactly).
     """
 
     compute: Compute = Compute.FP32
