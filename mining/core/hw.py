@@ -147,6 +147,14 @@ def default_device() -> Device:
     return Device.CUDA if cuda_available() else Device.CPU
 
 
+def knn_path() -> tuple[Compute, Device]:
+    """Where and in which arithmetic exact kNN computes its tiles: bf16 on a visible GPU, else ``knn_compute()`` on
+    the CPU."""
+    if cuda_available():
+        return Compute.BF16, Device.CUDA
+    return knn_compute(), Device.CPU
+
+
 def clear_cache() -> None:
     """Forget the cached answers (tests that change the environment)."""
     _cpu_flags.cache_clear()

@@ -1,7 +1,8 @@
 """k nearest neighbours by inner product over L2-normalised float32 rows, in both directions.
 
 Modules: ``exact`` (flat search, and both directions from one pass of similarity tiles), ``lowp`` (the same from
-bf16 or int8 tiles with a proved exact re-score, one direction or both), ``ivf`` (an IVF-Flat index trained on a seeded
+bf16 or int8 tiles with a proved exact re-score, one direction or both), ``device`` (the bf16 candidate pass on a
+GPU), ``ivf`` (an IVF-Flat index trained on a seeded
 sample), ``common`` (input checks and helpers both use), ``tiles`` (the heaps the tiled paths share), ``shards``
 (searching one index shard and merging the shards' lists). ``knn_search`` and ``knn_both``
 dispatch on ``KnnMethod``; ``knn_method_for`` picks one by size.
@@ -13,7 +14,8 @@ import enum
 
 import numpy as np
 
-from mining.core.hw import Compute, knn_compute
+from mining.core.hw import Compute, Device, knn_path
+from mining.core.knn.device import knn_both_ways_device, knn_exact_device
 from mining.core.knn.exact import knn_both_ways, knn_exact
 from mining.core.knn.ivf import build_ivf, knn_approx, knn_both_ways_approx
 from mining.core.knn.lowp import knn_both_ways_lowp, knn_exact_lowp
@@ -27,8 +29,10 @@ __all__ = [
     "knn_both",
     "knn_both_ways",
     "knn_both_ways_approx",
+    "knn_both_ways_device",
     "knn_both_ways_lowp",
     "knn_exact",
+    "knn_exact_device",
     "knn_exact_lowp",
     "knn_method_for",
     "knn_search",
@@ -64,12 +68,16 @@ def knn_search(
 
     EXACT runs in ``compute`` arithmetic as ``knn_both`` does: BF16 or INT8 (``knn_exact_lowp``: low-precision
     tiles with the proved exact re-score, the fp32 neighbours and similarities) or FP32 (faiss' flat search);
-    default ``knn_compute()``. ``batch_size`` only applies to the FP32 path (the others are tiled).
+    default ``hw.knn_path()``: bf16 on a visible GPU (``knn_exact_device``), else the CPU's best. ``batch_size``
+    only applies to the FP32 path (the others are tiled).
     """
     if method is KnnMethod.EXACT:
-        chosen = compute or knn_compute()
+        chosen, where = knn_path() if compute is None else (compute, Device.CPU)
         if chosen is not Compute.FP32:
             params.pop("batch_size", None)
+            if where is Device.CUDA:
+                params.pop("workers", None)
+                return knn_exact_device(queries, base, k, device="cuda", **params)  # type: ignore[arg-type]
             return knn_exact_lowp(queries, base, k, compute=chosen, **params)  # type: ignore[arg-type]
         return knn_exact(queries, base, k, **params)  # type: ignore[arg-type]
     if method is KnnMethod.IVF:
@@ -90,11 +98,15 @@ def knn_both(
 
     EXACT runs in ``compute`` arithmetic: BF16 or INT8 (low-precision tiles re-scored exactly: the fp32
     neighbours and similarities, several times faster where the CPU has bf16 or int8 units) or FP32; default
-    ``knn_compute()``. The result's ``info`` names the path that ran.
+    ``hw.knn_path()``: bf16 tiles on a visible GPU (``knn_both_ways_device``), else the CPU's best. The result's
+    ``info`` names the path that ran.
     """
     if method is KnnMethod.EXACT:
-        chosen = compute or knn_compute()
+        chosen, where = knn_path() if compute is None else (compute, Device.CPU)
         if chosen is not Compute.FP32:
+            if where is Device.CUDA:
+                params.pop("workers", None)
+                return knn_both_ways_device(src, tgt, k, device="cuda", **params)  # type: ignore[arg-type]
             return knn_both_ways_lowp(src, tgt, k, compute=chosen, **params)  # type: ignore[arg-type]
         return knn_both_ways(src, tgt, k, **params)  # type: ignore[arg-type]
     if method is KnnMethod.IVF:

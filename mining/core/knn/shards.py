@@ -14,8 +14,9 @@ from collections.abc import Sequence
 import faiss
 import numpy as np
 
-from mining.core.hw import Compute, knn_compute
+from mining.core.hw import Compute, Device, knn_path
 from mining.core.knn.common import check_matrix, empty_result, missing_to_neg_inf
+from mining.core.knn.device import knn_both_ways_device, knn_exact_device
 from mining.core.knn.exact import knn_both_ways, knn_exact
 from mining.core.knn.ivf import build_ivf
 from mining.core.knn.lowp import knn_both_ways_lowp, knn_exact_lowp
@@ -88,14 +89,17 @@ def search_exact_shard(
 
     Args:
         queries: (nq, d) float32 or float16 rows L2-normalised; base: (nb, d) likewise.
-        compute: the arithmetic of the similarity tiles; default ``hw.knn_compute()``.
+        compute: the arithmetic of the similarity tiles; default ``hw.knn_path()`` (bf16 on a visible GPU).
 
     Returns:
         sims (nq, min(k, nb)) float32 and global ids (nq, min(k, nb)) int64 (-1 where missing).
     """
-    chosen = compute or knn_compute()
+    chosen, where = knn_path() if compute is None else (compute, Device.CPU)
     if chosen is not Compute.FP32 and len(queries) and len(base):
-        sims, ids = knn_exact_lowp(queries, base, k, compute=chosen)
+        if where is Device.CUDA:
+            sims, ids = knn_exact_device(queries, base, k, device="cuda")
+        else:
+            sims, ids = knn_exact_lowp(queries, base, k, compute=chosen)
     else:
         sims, ids = knn_exact(queries, base, k)
     return sims, np.where(ids >= 0, ids + int(offset), -1)
@@ -118,9 +122,12 @@ def search_exact_shard_both(
     Returns:
         ((sims (nq, min(k, nb)), global base ids), (sims (nb, min(k, nq)), global query ids)); float32 / int64.
     """
-    chosen = compute or knn_compute()
+    chosen, where = knn_path() if compute is None else (compute, Device.CPU)
     if chosen is not Compute.FP32 and len(queries) and len(base):
-        res = knn_both_ways_lowp(queries, base, k, compute=chosen)
+        if where is Device.CUDA:
+            res = knn_both_ways_device(queries, base, k, device="cuda")
+        else:
+            res = knn_both_ways_lowp(queries, base, k, compute=chosen)
     else:
         res = knn_both_ways(np.asarray(queries, dtype=np.float32), np.asarray(base, dtype=np.float32), k)
     fwd_ids = np.where(res.fwd_ids >= 0, res.fwd_ids + int(b_offset), -1)

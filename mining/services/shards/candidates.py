@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from ...core.candidates import mine_candidates
 from ...core.filters import FilterReason, apply_filters, check_language
-from ...core.hw import knn_compute
+from ...core.hw import knn_path
 from ...core.types import Candidates, Direction, KnnResult
 from ...db.bulk import copy_rows
 from ...ingest.langid import detect_with_probability
@@ -134,12 +134,12 @@ def _stage_finish(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
         )
     written = sum(int(r["result"].get("candidates", 0)) for (s, _), r in rows.items() if s == "write")
     stats.update(
-        # which search ran and in which arithmetic: exact search in int8 or bf16 tiles with an exact re-score where
-        # the CPU has such units (hw.knn_compute()), else fp32; IVF is always fp32
+        # which search ran and in which arithmetic: exact search in bf16 tiles on a visible GPU, else in int8 or
+        # bf16 tiles with an exact re-score where the CPU has such units, else fp32 (hw.knn_path()); IVF: fp32, CPU
         knn={
             "method": "ivf" if plan.ivf else "exact",
-            "compute": "fp32" if plan.ivf else knn_compute().value,
-            "device": "cpu",
+            "compute": "fp32" if plan.ivf else knn_path()[0].value,
+            "device": "cpu" if plan.ivf else knn_path()[1].value,
         },
         candidates=written,
         kept_after_filters=sum(1 for r in reasons if not r),

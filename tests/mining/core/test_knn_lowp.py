@@ -142,6 +142,7 @@ def test_lowp_rejects_bad_input_and_handles_empty_sides(compute: Compute) -> Non
 def test_knn_both_picks_int8_or_bf16_where_supported_and_fp32_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(7)
     src, tgt = _unit(rng, 20, 8), _unit(rng, 15, 8)
+    monkeypatch.setattr(hw, "cuda_available", lambda: False)  # a visible GPU would take the device pass
     monkeypatch.setattr(hw, "_int8_supported", lambda: False)
     monkeypatch.setattr(hw, "_bf16_supported", lambda: False)
     fp32 = knn_both(src, tgt, 3, method=KnnMethod.EXACT)
@@ -266,6 +267,7 @@ def test_knn_search_uses_low_precision_where_supported_and_falls_back_to_fp32(mo
 
     monkeypatch.setattr(knn_package, "knn_exact_lowp", lowp)
     monkeypatch.setattr(knn_package, "knn_exact", lambda *a, **kw: calls.append("fp32") or knn_exact(*a, **kw))
+    monkeypatch.setattr(hw, "cuda_available", lambda: False)  # a visible GPU would take the device pass
     monkeypatch.setattr(hw, "_int8_supported", lambda: False)
     monkeypatch.setattr(hw, "_bf16_supported", lambda: False)
     fp32 = knn_search(q, b, 3, method=KnnMethod.EXACT, batch_size=7)

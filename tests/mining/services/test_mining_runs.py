@@ -88,9 +88,10 @@ def test_sentence_run_finds_the_translations_and_stores_evidence():
     default = run.stats["default_threshold"]
     assert default["threshold"] is None and default["k"] == 3 and default["margin"] == "ratio"
     assert "passed the pre-filters" in default["reason"]
-    from mining.core.hw import knn_compute
+    from mining.core.hw import knn_path
 
-    assert run.stats["knn"] == {"method": "exact", "compute": knn_compute().value, "device": "cpu"}
+    compute, device = knn_path()
+    assert run.stats["knn"] == {"method": "exact", "compute": compute.value, "device": device.value}
 
 
 @pytest.mark.django_db

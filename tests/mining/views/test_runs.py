@@ -308,6 +308,10 @@ def test_run_form_defaults_to_two_different_languages_of_the_newest_corpus(staff
             {"method": "exact", "compute": "int8", "device": "cpu"},
             "Search: exact kNN in int8 tiles with an exact fp32 re-score on the CPU.",
         ),
+        (
+            {"method": "exact", "compute": "bf16", "device": "cuda"},
+            "Search: exact kNN in bf16 tiles with an exact fp32 re-score on the GPU (CUDA).",
+        ),
         ({"method": "ivf", "compute": "fp32", "device": "cpu"}, "Search: IVF (approximate) kNN in fp32 on the CPU."),
     ],
 )
