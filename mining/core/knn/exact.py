@@ -14,7 +14,6 @@ shared tile pass.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 import faiss
 import numpy as np
@@ -29,8 +28,8 @@ from mining.core.knn.common import (
     missing_to_neg_inf,
 )
 from mining.core.knn.rescore import candidate_dots
-from mining.core.knn.tiles import merge_heaps, run_workers
-from mining.core.knn.topk import TopK, push_f32_tile
+from mining.core.knn.tiles import tile_pass
+from mining.core.knn.topk import push_f32_tile
 from mining.core.types import KnnResult
 
 logger = logging.getLogger(__name__)
@@ -129,25 +128,18 @@ def knn_both_ways(
     if n_s == 0 or n_t == 0:
         (fs, fi), (bs, bi) = empty_result(n_s, min(k, n_t)), empty_result(n_t, min(k, n_s))
         return KnnResult(fwd_sims=fs, fwd_ids=fi, bwd_sims=bs, bwd_ids=bi)
-    n_blocks = -(-n_s // ts)
-    workers = max(1, min(int(workers or torch.get_num_threads()), n_blocks))
-    fwd = TopK(n_s, min(k, n_t))
-    bwds = [TopK(n_t, min(k, n_s)) for _ in range(workers)]
-    s_t, t_t = torch.from_numpy(s), torch.from_numpy(t)
-
-    def run(worker: int, report: Callable[[int], None]) -> None:
-        bwd = bwds[worker]
-        buf = torch.empty(min(ts, n_s) * min(tt, n_t), dtype=torch.float32)
-        for block in range(worker, n_blocks, workers):
-            i0, i1 = block * ts, min(block * ts + ts, n_s)
-            for j0 in range(0, n_t, tt):
-                j1 = min(j0 + tt, n_t)
-                tile_t = buf[: (i1 - i0) * (j1 - j0)].view(i1 - i0, j1 - j0)
-                torch.mm(s_t[i0:i1], t_t[j0:j1].T, out=tile_t)
-                push_f32_tile(tile_t.numpy(), i0, j0, fwd, bwd)
-            report(i1 - i0)
-
-    run_workers(run, workers, n_s, progress)
-    fwd_sims, fwd_ids = exact_sims(s, t, *fwd.result())
-    bwd_sims, bwd_ids = exact_sims(t, s, *merge_heaps([h.result() for h in bwds], min(k, n_s)))
+    (f_sims, f_ids), (b_sims, b_ids) = tile_pass(
+        torch.from_numpy(s),
+        torch.from_numpy(t),
+        min(k, n_t),
+        min(k, n_s),
+        (ts, tt),
+        workers,
+        progress,
+        out_dtype=torch.float32,
+        product=lambda a, b, out: torch.mm(a, b.T, out=out),
+        push=lambda tile_t, i0, j0, rows, cols: push_f32_tile(tile_t.numpy(), i0, j0, rows, cols),
+    )
+    fwd_sims, fwd_ids = exact_sims(s, t, f_sims, f_ids)
+    bwd_sims, bwd_ids = exact_sims(t, s, b_sims, b_ids)
     return KnnResult(fwd_sims=fwd_sims, fwd_ids=fwd_ids, bwd_sims=bwd_sims, bwd_ids=bwd_ids)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +41,7 @@ import torch
 from mining.core.hw import Compute, Device
 from mining.core.knn.common import Progress, empty_result
 from mining.core.knn.rescore import candidate_dots
-from mining.core.knn.tiles import merge_heaps, run_workers
+from mining.core.knn.tiles import tile_pass
 from mining.core.knn.topk import TopK, push_bf16_tile, push_int32_tile
 from mining.core.types import KnnInfo, KnnResult
 
@@ -290,38 +289,24 @@ def _candidates(
     progress: Progress | None,
 ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Top-K tile values (in tile units) and ids of every source row (K = width_f) and target row (width_b),
-    descending.
-
-    Each tile is one low-precision GEMM and one compiled pass over its values (``topk``). With width_b == 0 only
-    the source rows' lists are kept (one direction; the backward result is then empty).
+    descending: ``tiles.tile_pass`` with the sides' low-precision product and the matching compiled push.
+    With width_b == 0 only the source rows' lists are kept (one direction; the backward result is then empty).
     """
-    n_s, n_t = s.x.shape[0], t.x.shape[0]
-    n_blocks = -(-n_s // ts)
-    workers = max(1, min(int(workers or torch.get_num_threads()), n_blocks))
-    fwd = TopK(n_s, width_f)
-    bwds = [TopK(n_t, width_b) for _ in range(workers)] if width_b else []
-    int8 = s.arith.compute is Compute.INT8
-    out_dtype = torch.int32 if int8 else torch.bfloat16
+    if s.arith.compute is Compute.INT8:
+        out_dtype, push = torch.int32, _push_int32
+    else:
+        out_dtype, push = torch.bfloat16, _push_bf16
+    return tile_pass(
+        s.lp, t.lp, width_f, width_b, (ts, tt), workers, progress, out_dtype=out_dtype, product=_product, push=push
+    )
 
-    def run(worker: int, report: Callable[[int], None]) -> None:
-        bwd = bwds[worker] if bwds else None
-        buf = torch.empty(min(ts, n_s) * min(tt, n_t), dtype=out_dtype)
-        for block in range(worker, n_blocks, workers):
-            i0, i1 = block * ts, min(block * ts + ts, n_s)
-            for j0 in range(0, n_t, tt):
-                j1 = min(j0 + tt, n_t)
-                tile_t = buf[: (i1 - i0) * (j1 - j0)].view(i1 - i0, j1 - j0)
-                _product(s.lp[i0:i1], t.lp[j0:j1], tile_t)
-                if int8:
-                    push_int32_tile(tile_t.numpy(), i0, j0, fwd, bwd)
-                else:
-                    push_bf16_tile(tile_t.view(torch.int16).numpy(), i0, j0, fwd, bwd)
-            report(i1 - i0)
 
-    run_workers(run, workers, n_s, progress)
-    if not bwds:
-        return fwd.result(), empty_result(n_t, 0)
-    return fwd.result(), merge_heaps([h.result() for h in bwds], width_b)
+def _push_int32(tile: torch.Tensor, i0: int, j0: int, rows: TopK, cols: TopK | None) -> None:
+    push_int32_tile(tile.numpy(), i0, j0, rows, cols)
+
+
+def _push_bf16(tile: torch.Tensor, i0: int, j0: int, rows: TopK, cols: TopK | None) -> None:
+    push_bf16_tile(tile.view(torch.int16).numpy(), i0, j0, rows, cols)
 
 
 def _gamma(d: int) -> float:
