@@ -2,7 +2,7 @@
 
 Modules: ``exact`` (flat search, and both directions from one pass of similarity tiles), ``lowp`` (the same from
 bf16 or int8 tiles with a proved exact re-score, one direction or both), ``device`` (the bf16 candidate pass on a
-GPU), ``ivf`` (an IVF-Flat index trained on a seeded
+GPU), ``route`` (which of them runs), ``ivf`` (an IVF-Flat index trained on a seeded
 sample), ``common`` (input checks and helpers both use), ``tiles`` (the heaps the tiled paths share), ``shards``
 (searching one index shard and merging the shards' lists). ``knn_search`` and ``knn_both``
 dispatch on ``KnnMethod``; ``knn_method_for`` picks one by size.
@@ -14,7 +14,8 @@ import enum
 
 import numpy as np
 
-from mining.core.hw import Compute, Device, knn_path
+from mining.core.hw import Compute
+from mining.core.knn import route
 from mining.core.knn.device import knn_both_ways_device, knn_exact_device
 from mining.core.knn.exact import knn_both_ways, knn_exact
 from mining.core.knn.ivf import build_ivf, knn_approx, knn_both_ways_approx
@@ -72,14 +73,7 @@ def knn_search(
     only applies to the FP32 path (the others are tiled).
     """
     if method is KnnMethod.EXACT:
-        chosen, where = knn_path() if compute is None else (compute, Device.CPU)
-        if chosen is not Compute.FP32:
-            params.pop("batch_size", None)
-            if where is Device.CUDA:
-                params.pop("workers", None)
-                return knn_exact_device(queries, base, k, device="cuda", **params)  # type: ignore[arg-type]
-            return knn_exact_lowp(queries, base, k, compute=chosen, **params)  # type: ignore[arg-type]
-        return knn_exact(queries, base, k, **params)  # type: ignore[arg-type]
+        return route.exact_one_way(queries, base, k, compute=compute, **params)
     if method is KnnMethod.IVF:
         return knn_approx(queries, base, k, **params)  # type: ignore[arg-type]
     raise TypeError(f"method must be a KnnMethod, got {method!r}")
@@ -102,13 +96,7 @@ def knn_both(
     ``info`` names the path that ran.
     """
     if method is KnnMethod.EXACT:
-        chosen, where = knn_path() if compute is None else (compute, Device.CPU)
-        if chosen is not Compute.FP32:
-            if where is Device.CUDA:
-                params.pop("workers", None)
-                return knn_both_ways_device(src, tgt, k, device="cuda", **params)  # type: ignore[arg-type]
-            return knn_both_ways_lowp(src, tgt, k, compute=chosen, **params)  # type: ignore[arg-type]
-        return knn_both_ways(src, tgt, k, **params)  # type: ignore[arg-type]
+        return route.exact_both_ways(src, tgt, k, compute=compute, **params)
     if method is KnnMethod.IVF:
         return knn_both_ways_approx(src, tgt, k, **params)  # type: ignore[arg-type]
     raise TypeError(f"method must be a KnnMethod, got {method!r}")

@@ -14,12 +14,10 @@ from collections.abc import Sequence
 import faiss
 import numpy as np
 
-from mining.core.hw import Compute, Device, knn_path
+from mining.core.hw import Compute
 from mining.core.knn.common import check_matrix, empty_result, missing_to_neg_inf
-from mining.core.knn.device import knn_both_ways_device, knn_exact_device
-from mining.core.knn.exact import knn_both_ways, knn_exact
 from mining.core.knn.ivf import build_ivf
-from mining.core.knn.lowp import knn_both_ways_lowp, knn_exact_lowp
+from mining.core.knn.route import exact_both_ways, exact_one_way
 
 __all__ = [
     "IVF_TRAIN_PER_LIST",
@@ -94,14 +92,7 @@ def search_exact_shard(
     Returns:
         sims (nq, min(k, nb)) float32 and global ids (nq, min(k, nb)) int64 (-1 where missing).
     """
-    chosen, where = knn_path() if compute is None else (compute, Device.CPU)
-    if chosen is not Compute.FP32 and len(queries) and len(base):
-        if where is Device.CUDA:
-            sims, ids = knn_exact_device(queries, base, k, device="cuda")
-        else:
-            sims, ids = knn_exact_lowp(queries, base, k, compute=chosen)
-    else:
-        sims, ids = knn_exact(queries, base, k)
+    sims, ids = exact_one_way(queries, base, k, compute=compute)
     return sims, np.where(ids >= 0, ids + int(offset), -1)
 
 
@@ -122,14 +113,7 @@ def search_exact_shard_both(
     Returns:
         ((sims (nq, min(k, nb)), global base ids), (sims (nb, min(k, nq)), global query ids)); float32 / int64.
     """
-    chosen, where = knn_path() if compute is None else (compute, Device.CPU)
-    if chosen is not Compute.FP32 and len(queries) and len(base):
-        if where is Device.CUDA:
-            res = knn_both_ways_device(queries, base, k, device="cuda")
-        else:
-            res = knn_both_ways_lowp(queries, base, k, compute=chosen)
-    else:
-        res = knn_both_ways(np.asarray(queries, dtype=np.float32), np.asarray(base, dtype=np.float32), k)
+    res = exact_both_ways(queries, base, k, compute=compute)
     fwd_ids = np.where(res.fwd_ids >= 0, res.fwd_ids + int(b_offset), -1)
     bwd_ids = np.where(res.bwd_ids >= 0, res.bwd_ids + int(q_offset), -1)
     return (res.fwd_sims, fwd_ids), (res.bwd_sims, bwd_ids)

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 
 from mining.core import hw
-from mining.core import knn as knn_package
 from mining.core.hw import Compute, Device
-from mining.core.knn import KnnMethod, knn_both, knn_both_ways, knn_exact, knn_search
+from mining.core.knn import KnnMethod, knn_both, knn_both_ways, knn_exact, knn_search, route
 from mining.core.knn.device import knn_both_ways_device, knn_exact_device
 from mining.core.knn.shards import search_exact_shard, search_exact_shard_both
 
@@ -76,11 +75,8 @@ def test_a_visible_gpu_takes_the_device_pass_and_explicit_cpu_arithmetic_does_no
         calls.append(f"one:{kw.pop('device')}")
         return knn_exact_device(*a, device="cpu", **kw)
 
-    import mining.core.knn.shards as shards
-
-    for module in (knn_package, shards):
-        monkeypatch.setattr(module, "knn_both_ways_device", on_cpu_both)
-        monkeypatch.setattr(module, "knn_exact_device", on_cpu_one)
+    monkeypatch.setattr(route, "knn_both_ways_device", on_cpu_both)
+    monkeypatch.setattr(route, "knn_exact_device", on_cpu_one)
     monkeypatch.setattr(hw, "cuda_available", lambda: True)
     assert hw.knn_path() == (Compute.BF16, Device.CUDA)
     both = knn_both(q, b, 3, method=KnnMethod.EXACT, workers=2)

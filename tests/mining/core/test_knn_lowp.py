@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from mining.core import hw
-from mining.core import knn as knn_package
 from mining.core.hw import Compute, Device
 from mining.core.knn import (
     KnnMethod,
@@ -15,6 +14,7 @@ from mining.core.knn import (
     knn_exact,
     knn_exact_lowp,
     knn_search,
+    route,
 )
 from mining.core.knn import lowp as lowp_module
 from mining.core.knn.shards import search_exact_shard, search_exact_shard_both
@@ -265,8 +265,8 @@ def test_knn_search_uses_low_precision_where_supported_and_falls_back_to_fp32(mo
         calls.append(kw["compute"].value)
         return knn_exact_lowp(*a, compute=kw["compute"])
 
-    monkeypatch.setattr(knn_package, "knn_exact_lowp", lowp)
-    monkeypatch.setattr(knn_package, "knn_exact", lambda *a, **kw: calls.append("fp32") or knn_exact(*a, **kw))
+    monkeypatch.setattr(route, "knn_exact_lowp", lowp)
+    monkeypatch.setattr(route, "knn_exact", lambda *a, **kw: calls.append("fp32") or knn_exact(*a, **kw))
     monkeypatch.setattr(hw, "cuda_available", lambda: False)  # a visible GPU would take the device pass
     monkeypatch.setattr(hw, "_int8_supported", lambda: False)
     monkeypatch.setattr(hw, "_bf16_supported", lambda: False)
