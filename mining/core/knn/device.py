@@ -23,13 +23,13 @@ import torch
 
 from mining.core.hw import Compute, Device
 from mining.core.knn.common import Progress, empty_result
-from mining.core.knn.lowp import DEFAULT_MARGIN, _arith, _check_pair, _finish, _Side
+from mining.core.knn.lowp import _arith, _check_pair, _check_params, _finish, _Side
 from mining.core.types import KnnInfo, KnnResult
 
 logger = logging.getLogger(__name__)
 
-# (source rows, target rows) per device tile: 8192 x 8192 bf16 is 128 MB, large enough to keep a GPU's matrix
-# units busy between the top-k calls.
+# (source rows, target rows) per device tile: 8192 x 8192 (128 MB of bf16), a guess made without a GPU to tune on
+# (larger tiles mean fewer top-k merges; bench/device_knn.py --tile measures others).
 DEFAULT_DEVICE_TILE = (8192, 8192)
 
 
@@ -56,7 +56,7 @@ def knn_both_ways_device(
     Returns:
         KnnResult as ``lowp.knn_both_ways_lowp`` (the fp32 neighbours and similarities), ``info`` naming the device.
     """
-    return _run(src, tgt, k, device, margin, tile, progress, both=True)  # type: ignore[return-value]
+    return _run(src, tgt, k, device, margin, tile, progress, both=True)
 
 
 def knn_exact_device(
@@ -90,12 +90,7 @@ def _run(
 ) -> KnnResult:
     arith = _arith(Compute.BF16)
     s, t = _check_pair(src, tgt, k)
-    margin = DEFAULT_MARGIN[Compute.BF16] if margin is None else int(margin)
-    if margin < 0:
-        raise ValueError(f"margin must be >= 0, got {margin}")
-    ts, tt = (int(v) for v in tile)
-    if ts < 1 or tt < 1:
-        raise ValueError(f"tile sizes must be positive, got {tile}")
+    margin, (ts, tt) = _check_params(arith, margin, tile)
     dev = torch.device(device)
     where = Device.CUDA if dev.type == "cuda" else Device.CPU
     n_s, n_t = s.shape[0], t.shape[0]

@@ -237,7 +237,9 @@ class _Side:
         norm, err, lp_norm = (np.empty(x.shape[0]) for _ in range(3))
         if arith.compute is Compute.INT8:
             qmax = int8_levels(x.shape[1])
-            top = float(xt.abs().max()) if x.size else 0.0
+            # the side's largest |value|, a chunk at a time (no full-size copy)
+            chunks = range(0, x.shape[0], _CHUNK) if x.size else range(0)
+            top = max((float(xt[i0 : i0 + _CHUNK].abs().max()) for i0 in chunks), default=0.0)
             scale = top / qmax if top > 0 else 1.0
             lp = torch.empty(x.shape, dtype=torch.int8)
             for i0 in range(0, x.shape[0], _CHUNK):

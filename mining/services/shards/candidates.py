@@ -133,13 +133,14 @@ def _stage_finish(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
             cands=cands, reasons=reasons, margin=ctx.params.margin.value, k=ctx.params.k
         )
     written = sum(int(r["result"].get("candidates", 0)) for (s, _), r in rows.items() if s == "write")
+    knn_compute, knn_device = knn_path()
     stats.update(
         # which search ran and in which arithmetic: exact search in bf16 tiles on a visible GPU, else in int8 or
         # bf16 tiles with an exact re-score where the CPU has such units, else fp32 (hw.knn_path()); IVF: fp32, CPU
         knn={
             "method": "ivf" if plan.ivf else "exact",
-            "compute": "fp32" if plan.ivf else knn_path()[0].value,
-            "device": "cpu" if plan.ivf else knn_path()[1].value,
+            "compute": "fp32" if plan.ivf else knn_compute.value,
+            "device": "cpu" if plan.ivf else knn_device.value,
         },
         candidates=written,
         kept_after_filters=sum(1 for r in reasons if not r),
