@@ -9,37 +9,18 @@ from mining.core.hw import Compute, Device
 from mining.core.knn import KnnMethod, knn_both, knn_both_ways, knn_exact, knn_search, route
 from mining.core.knn.device import knn_both_ways_device, knn_exact_device
 from mining.core.knn.shards import search_exact_shard, search_exact_shard_both
-
-
-def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def _clustered(rng: np.random.Generator, n: int, d: int, n_clusters: int, spread: float) -> np.ndarray:
-    centres = _unit(rng, n_clusters, d)
-    x = centres[rng.integers(0, n_clusters, n)] + spread * _unit(rng, n, d)
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-
-
-def _same(sims, ids, r_sims, r_ids, q: np.ndarray, b: np.ndarray) -> None:
-    """Ids equal the fp32 path's except between tied similarities; similarities within 1e-6 of float64 dots."""
-    assert sims.shape == r_sims.shape and sims.dtype == np.float32 and ids.dtype == np.int64
-    np.testing.assert_allclose(sims, r_sims, rtol=0, atol=1e-6)
-    exact = np.take_along_axis(q.astype(np.float64) @ b.astype(np.float64).T, ids, 1)
-    np.testing.assert_allclose(sims, exact, rtol=0, atol=1e-6)
-    assert np.all(np.abs(sims - r_sims)[ids != r_ids] < 1e-6), "ids differ where similarities do not tie"
+from tests.mining.core.knn_oracle import assert_same_one_way, clustered, unit
 
 
 @pytest.mark.parametrize(("tile", "margin"), [((7, 13), 8), ((64, 5), 0), ((1000, 1000), 1), ((3, 50), 2)])
 def test_device_pass_on_the_cpu_equals_fp32_both_ways(tile: tuple[int, int], margin: int) -> None:
     rng = np.random.default_rng(30)
     # tight clusters: with small margins many rows go through the rescue
-    src, tgt = _clustered(rng, 150, 32, 5, 0.05), _clustered(rng, 120, 32, 5, 0.05)
+    src, tgt = clustered(rng, 150, 32, 5, 0.05), clustered(rng, 120, 32, 5, 0.05)
     res = knn_both_ways_device(src, tgt, 5, device="cpu", tile=tile, margin=margin)
     ref = knn_both_ways(src, tgt, 5)
-    _same(res.fwd_sims, res.fwd_ids, ref.fwd_sims, ref.fwd_ids, src, tgt)
-    _same(res.bwd_sims, res.bwd_ids, ref.bwd_sims, ref.bwd_ids, tgt, src)
+    assert_same_one_way(res.fwd_sims, res.fwd_ids, ref.fwd_sims, ref.fwd_ids, src, tgt)
+    assert_same_one_way(res.bwd_sims, res.bwd_ids, ref.bwd_sims, ref.bwd_ids, tgt, src)
     assert res.info.as_dict()["device"] == "cpu" and res.info.compute is Compute.BF16
     assert res.info.candidates == 5 + margin
     if margin == 0:
@@ -48,10 +29,10 @@ def test_device_pass_on_the_cpu_equals_fp32_both_ways(tile: tuple[int, int], mar
 
 def test_device_pass_one_direction_with_ties_float16_and_k_past_the_other_side() -> None:
     rng = np.random.default_rng(31)
-    b = np.repeat(_unit(rng, 9, 16), 4, axis=0).astype(np.float16)  # every similarity tied in fours
-    q = _clustered(rng, 40, 16, 3, 0.3).astype(np.float16)
+    b = np.repeat(unit(rng, 9, 16), 4, axis=0).astype(np.float16)  # every similarity tied in fours
+    q = clustered(rng, 40, 16, 3, 0.3).astype(np.float16)
     sims, ids = knn_exact_device(q, b, 10, device="cpu", tile=(6, 5), margin=1)
-    _same(sims, ids, *knn_exact(q.astype(np.float32), b.astype(np.float32), 10), q, b)
+    assert_same_one_way(sims, ids, *knn_exact(q.astype(np.float32), b.astype(np.float32), 10), q, b)
     sims, ids = knn_exact_device(q, b[:3], 10, device="cpu")
     assert ids.shape == (40, 3) and sorted(ids[0].tolist()) == [0, 1, 2]
     sims, ids = knn_exact_device(q[:0], b, 2, device="cpu")
@@ -64,7 +45,7 @@ def test_a_visible_gpu_takes_the_device_pass_and_explicit_cpu_arithmetic_does_no
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     rng = np.random.default_rng(32)
-    q, b = _unit(rng, 30, 8), _unit(rng, 25, 8)
+    q, b = unit(rng, 30, 8), unit(rng, 25, 8)
     calls: list[str] = []
 
     def on_cpu_both(*a, **kw):  # type: ignore[no-untyped-def]
@@ -86,5 +67,5 @@ def test_a_visible_gpu_takes_the_device_pass_and_explicit_cpu_arithmetic_does_no
     knn_both(q, b, 3, method=KnnMethod.EXACT, compute=Compute.INT8)  # explicit CPU arithmetic: the CPU path
     assert calls == ["both:cuda", "one:cuda", "one:cuda", "both:cuda"]
     ref = knn_both_ways(q, b, 3)
-    _same(both.fwd_sims, both.fwd_ids, ref.fwd_sims, ref.fwd_ids, q, b)
-    _same(*one, ref.fwd_sims, ref.fwd_ids, q, b)
+    assert_same_one_way(both.fwd_sims, both.fwd_ids, ref.fwd_sims, ref.fwd_ids, q, b)
+    assert_same_one_way(*one, ref.fwd_sims, ref.fwd_ids, q, b)

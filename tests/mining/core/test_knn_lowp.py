@@ -18,35 +18,9 @@ from mining.core.knn import (
 )
 from mining.core.knn import lowp as lowp_module
 from mining.core.knn.shards import search_exact_shard, search_exact_shard_both
-from mining.core.types import KnnResult
+from tests.mining.core.knn_oracle import assert_same, assert_same_one_way, clustered, unit
 
 LOWP = pytest.mark.parametrize("compute", [Compute.BF16, Compute.INT8], ids=["bf16", "int8"])
-
-
-def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    x = rng.standard_normal((n, d)).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def _clustered(rng: np.random.Generator, n: int, d: int, n_clusters: int, spread: float) -> np.ndarray:
-    centres = _unit(rng, n_clusters, d)
-    x = centres[rng.integers(0, n_clusters, n)] + spread * _unit(rng, n, d)
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-
-
-def _assert_same(res: KnnResult, ref: KnnResult, src: np.ndarray, tgt: np.ndarray) -> None:
-    """Ids identical to the fp32 path's except between similarities tied to 1e-6; similarities within 1e-6."""
-    for sims, ids, r_sims, r_ids, q, b in (
-        (res.fwd_sims, res.fwd_ids, ref.fwd_sims, ref.fwd_ids, src, tgt),
-        (res.bwd_sims, res.bwd_ids, ref.bwd_sims, ref.bwd_ids, tgt, src),
-    ):
-        assert sims.shape == r_sims.shape and sims.dtype == np.float32 and ids.dtype == np.int64
-        np.testing.assert_allclose(sims, r_sims, rtol=0, atol=1e-6)
-        exact = np.take_along_axis(q.astype(np.float64) @ b.astype(np.float64).T, ids, 1)
-        np.testing.assert_allclose(sims, exact, rtol=0, atol=1e-6)
-        differ = ids != r_ids
-        assert np.all(np.abs(sims - r_sims)[differ] < 1e-6), "ids differ where similarities do not tie"
-        assert (np.sort(ids, axis=1) != np.sort(r_ids, axis=1)).any(axis=1).mean() <= 0.02
 
 
 @pytest.mark.parametrize("tile", [(1, 1), (7, 13), (64, 5), (1000, 1000), (3, 1000)])
@@ -54,9 +28,9 @@ def _assert_same(res: KnnResult, ref: KnnResult, src: np.ndarray, tgt: np.ndarra
 @LOWP
 def test_lowp_matches_fp32_on_random_data(tile: tuple[int, int], k: int, compute: Compute) -> None:
     rng = np.random.default_rng(0)
-    src, tgt = _unit(rng, 67, 32), _unit(rng, 45, 32)
+    src, tgt = unit(rng, 67, 32), unit(rng, 45, 32)
     res = knn_both_ways_lowp(src, tgt, k, tile=tile, compute=compute)
-    _assert_same(res, knn_both_ways(src, tgt, k), src, tgt)
+    assert_same(res, knn_both_ways(src, tgt, k), src, tgt)
     assert res.info.compute is compute and res.info.device is Device.CPU
     assert res.info.candidates == k + lowp_module.DEFAULT_MARGIN[compute]
 
@@ -69,9 +43,9 @@ def test_lowp_matches_fp32_on_clustered_data_and_rescues_close_rows(
     # Tight clusters: neighbours k..k+margin lie within the bf16 error bound of each other, so with a
     # small margin many rows cannot be proved from their candidates and go through the rescue pass.
     rng = np.random.default_rng(1)
-    src, tgt = _clustered(rng, 300, 64, 6, 0.05), _clustered(rng, 257, 64, 6, 0.05)
+    src, tgt = clustered(rng, 300, 64, 6, 0.05), clustered(rng, 257, 64, 6, 0.05)
     res = knn_both_ways_lowp(src, tgt, 5, margin=margin, tile=(37, 61), workers=workers, compute=compute)
-    _assert_same(res, knn_both_ways(src, tgt, 5), src, tgt)
+    assert_same(res, knn_both_ways(src, tgt, 5), src, tgt)
     if margin <= 1:
         assert res.info.rescued > 0
 
@@ -81,22 +55,22 @@ def test_lowp_rescue_falls_back_to_exact_tiles_past_its_cap(monkeypatch: pytest.
     monkeypatch.setattr(lowp_module, "_RESCUE_CAP", 1)
     monkeypatch.setattr(lowp_module, "_RESCUE_TILE", 50)
     rng = np.random.default_rng(2)
-    src, tgt = _clustered(rng, 120, 16, 3, 0.05), _clustered(rng, 140, 16, 3, 0.05)
+    src, tgt = clustered(rng, 120, 16, 3, 0.05), clustered(rng, 140, 16, 3, 0.05)
     res = knn_both_ways_lowp(src, tgt, 3, margin=0, tile=(17, 19), compute=compute)
     assert res.info.rescued > 0
-    _assert_same(res, knn_both_ways(src, tgt, 3), src, tgt)
+    assert_same(res, knn_both_ways(src, tgt, 3), src, tgt)
 
 
 @LOWP
 def test_lowp_with_exact_ties_and_k_larger_than_a_tile(compute: Compute) -> None:
     rng = np.random.default_rng(3)
-    base = _unit(rng, 20, 24)
+    base = unit(rng, 20, 24)
     # Every target row appears three times: similarities tie exactly in threes.
     tgt = np.repeat(base, 3, axis=0)
-    src = _clustered(rng, 50, 24, 4, 0.3)
+    src = clustered(rng, 50, 24, 4, 0.3)
     res = knn_both_ways_lowp(src, tgt, 12, margin=2, tile=(5, 7), compute=compute)
     ref = knn_both_ways(src, tgt, 12)
-    _assert_same(res, ref, src, tgt)
+    assert_same(res, ref, src, tgt)
     # The tied groups are whole: the k best similarities are the fp32 ones, duplicates included.
     np.testing.assert_allclose(res.fwd_sims, ref.fwd_sims, rtol=0, atol=1e-6)
 
@@ -104,18 +78,18 @@ def test_lowp_with_exact_ties_and_k_larger_than_a_tile(compute: Compute) -> None
 @LOWP
 def test_lowp_takes_float16_inputs_and_clips_k(compute: Compute) -> None:
     rng = np.random.default_rng(4)
-    src, tgt = _unit(rng, 30, 16).astype(np.float16), _unit(rng, 6, 16).astype(np.float16)
+    src, tgt = unit(rng, 30, 16).astype(np.float16), unit(rng, 6, 16).astype(np.float16)
     res = knn_both_ways_lowp(src, tgt, 9, tile=(4, 4), compute=compute)
     ref = knn_both_ways(src.astype(np.float32), tgt.astype(np.float32), 9)
     assert res.fwd_ids.shape == (30, 6) and res.bwd_ids.shape == (6, 9)
-    _assert_same(res, ref, src.astype(np.float32), tgt.astype(np.float32))
+    assert_same(res, ref, src.astype(np.float32), tgt.astype(np.float32))
     assert sorted(res.fwd_ids[0].tolist()) == [0, 1, 2, 3, 4, 5]
 
 
 @LOWP
 def test_lowp_does_not_mutate_inputs_and_reports_progress(compute: Compute) -> None:
     rng = np.random.default_rng(5)
-    src, tgt = _unit(rng, 10, 8), _unit(rng, 11, 8)
+    src, tgt = unit(rng, 10, 8), unit(rng, 11, 8)
     before = (src.copy(), tgt.copy())
     seen: list[tuple[int, int]] = []
     knn_both_ways_lowp(src, tgt, 2, tile=(4, 3), workers=1, progress=lambda d, t: seen.append((d, t)), compute=compute)
@@ -128,20 +102,20 @@ def test_lowp_does_not_mutate_inputs_and_reports_progress(compute: Compute) -> N
 def test_lowp_rejects_bad_input_and_handles_empty_sides(compute: Compute) -> None:
     rng = np.random.default_rng(6)
     with pytest.raises(ValueError, match="dimension mismatch"):
-        knn_both_ways_lowp(_unit(rng, 3, 4), _unit(rng, 3, 5), 1, compute=compute)
+        knn_both_ways_lowp(unit(rng, 3, 4), unit(rng, 3, 5), 1, compute=compute)
     with pytest.raises(ValueError, match="k must be"):
-        knn_both_ways_lowp(_unit(rng, 3, 4), _unit(rng, 3, 4), 0, compute=compute)
+        knn_both_ways_lowp(unit(rng, 3, 4), unit(rng, 3, 4), 0, compute=compute)
     with pytest.raises(ValueError, match="margin"):
-        knn_both_ways_lowp(_unit(rng, 3, 4), _unit(rng, 3, 4), 1, margin=-1, compute=compute)
+        knn_both_ways_lowp(unit(rng, 3, 4), unit(rng, 3, 4), 1, margin=-1, compute=compute)
     with pytest.raises(ValueError, match="2-d"):
-        knn_both_ways_lowp(np.zeros(4, dtype=np.float32), _unit(rng, 3, 4), 1, compute=compute)
-    res = knn_both_ways_lowp(np.zeros((0, 4), dtype=np.float32), _unit(rng, 3, 4), 2, compute=compute)
+        knn_both_ways_lowp(np.zeros(4, dtype=np.float32), unit(rng, 3, 4), 1, compute=compute)
+    res = knn_both_ways_lowp(np.zeros((0, 4), dtype=np.float32), unit(rng, 3, 4), 2, compute=compute)
     assert res.fwd_ids.shape == (0, 2) and res.bwd_ids.shape == (3, 0)
 
 
 def test_knn_both_picks_int8_or_bf16_where_supported_and_fp32_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(7)
-    src, tgt = _unit(rng, 20, 8), _unit(rng, 15, 8)
+    src, tgt = unit(rng, 20, 8), unit(rng, 15, 8)
     monkeypatch.setattr(hw, "cuda_available", lambda: False)  # a visible GPU would take the device pass
     monkeypatch.setattr(hw, "_int8_supported", lambda: False)
     monkeypatch.setattr(hw, "_bf16_supported", lambda: False)
@@ -150,11 +124,11 @@ def test_knn_both_picks_int8_or_bf16_where_supported_and_fp32_otherwise(monkeypa
     monkeypatch.setattr(hw, "_bf16_supported", lambda: True)
     bf16 = knn_both(src, tgt, 3, method=KnnMethod.EXACT)
     assert bf16.info.as_dict() == {"compute": "bf16", "device": "cpu", "candidates": 11, "rescued": 0}
-    _assert_same(bf16, fp32, src, tgt)
+    assert_same(bf16, fp32, src, tgt)
     monkeypatch.setattr(hw, "_int8_supported", lambda: True)
     int8 = knn_both(src, tgt, 3, method=KnnMethod.EXACT)
     assert int8.info.as_dict() == {"compute": "int8", "device": "cpu", "candidates": 27, "rescued": 0}
-    _assert_same(int8, fp32, src, tgt)
+    assert_same(int8, fp32, src, tgt)
     forced = knn_both(src, tgt, 3, method=KnnMethod.EXACT, compute=Compute.FP32)
     assert forced.info.compute is Compute.FP32
 
@@ -213,23 +187,14 @@ def test_encoders_refuse_int8() -> None:
     assert hw.resolve_compute("bf16") is Compute.BF16
 
 
-def _assert_same_one_way(sims, ids, r_sims, r_ids, q: np.ndarray, b: np.ndarray) -> None:
-    """One direction: ids equal the fp32 path's except between tied similarities; similarities within 1e-6."""
-    assert sims.shape == r_sims.shape and sims.dtype == np.float32 and ids.dtype == np.int64
-    np.testing.assert_allclose(sims, r_sims, rtol=0, atol=1e-6)
-    exact = np.take_along_axis(q.astype(np.float64) @ b.astype(np.float64).T, ids, 1)
-    np.testing.assert_allclose(sims, exact, rtol=0, atol=1e-6)
-    assert np.all(np.abs(sims - r_sims)[ids != r_ids] < 1e-6), "ids differ where similarities do not tie"
-
-
 @pytest.mark.parametrize("tile", [(1, 1), (7, 13), (64, 5), (3, 1000)])
 @pytest.mark.parametrize("k", [1, 4, 20])
 @LOWP
 def test_one_direction_lowp_matches_fp32_flat_search(tile: tuple[int, int], k: int, compute: Compute) -> None:
     rng = np.random.default_rng(10)
-    q, b = _unit(rng, 53, 32), _unit(rng, 71, 32)
+    q, b = unit(rng, 53, 32), unit(rng, 71, 32)
     sims, ids = knn_exact_lowp(q, b, k, tile=tile, compute=compute)  # k = 20 is larger than most of these tiles
-    _assert_same_one_way(sims, ids, *knn_exact(q, b, k), q, b)
+    assert_same_one_way(sims, ids, *knn_exact(q, b, k), q, b)
 
 
 @pytest.mark.parametrize(("margin", "workers"), [(0, 1), (2, 2), (8, 1)])
@@ -238,18 +203,18 @@ def test_one_direction_lowp_on_clustered_data_rescues_and_stays_exact(
     margin: int, workers: int, compute: Compute
 ) -> None:
     rng = np.random.default_rng(11)
-    q, b = _clustered(rng, 210, 48, 5, 0.05), _clustered(rng, 333, 48, 5, 0.05)
+    q, b = clustered(rng, 210, 48, 5, 0.05), clustered(rng, 333, 48, 5, 0.05)
     sims, ids = knn_exact_lowp(q, b, 6, margin=margin, tile=(29, 41), workers=workers, compute=compute)
-    _assert_same_one_way(sims, ids, *knn_exact(q, b, 6), q, b)
+    assert_same_one_way(sims, ids, *knn_exact(q, b, 6), q, b)
 
 
 @LOWP
 def test_one_direction_lowp_with_ties_float16_inputs_and_a_small_base(compute: Compute) -> None:
     rng = np.random.default_rng(12)
-    b = np.repeat(_unit(rng, 9, 16), 4, axis=0).astype(np.float16)  # every similarity tied in fours
-    q = _clustered(rng, 40, 16, 3, 0.3).astype(np.float16)
+    b = np.repeat(unit(rng, 9, 16), 4, axis=0).astype(np.float16)  # every similarity tied in fours
+    q = clustered(rng, 40, 16, 3, 0.3).astype(np.float16)
     sims, ids = knn_exact_lowp(q, b, 10, margin=1, tile=(6, 5), compute=compute)
-    _assert_same_one_way(sims, ids, *knn_exact(q.astype(np.float32), b.astype(np.float32), 10), q, b)
+    assert_same_one_way(sims, ids, *knn_exact(q.astype(np.float32), b.astype(np.float32), 10), q, b)
     sims, ids = knn_exact_lowp(q, b[:3], 10, compute=compute)
     assert ids.shape == (40, 3) and sorted(ids[0].tolist()) == [0, 1, 2]
     sims, ids = knn_exact_lowp(q[:0], b, 2, compute=compute)
@@ -258,7 +223,7 @@ def test_one_direction_lowp_with_ties_float16_inputs_and_a_small_base(compute: C
 
 def test_knn_search_uses_low_precision_where_supported_and_falls_back_to_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(13)
-    q, b = _unit(rng, 30, 8), _unit(rng, 25, 8)
+    q, b = unit(rng, 30, 8), unit(rng, 25, 8)
     calls: list[str] = []
 
     def lowp(*a, **kw):  # type: ignore[no-untyped-def]
@@ -277,18 +242,18 @@ def test_knn_search_uses_low_precision_where_supported_and_falls_back_to_fp32(mo
     int8 = knn_search(q, b, 3, method=KnnMethod.EXACT)
     forced = knn_search(q, b, 3, method=KnnMethod.EXACT, compute=Compute.FP32)
     assert calls == ["fp32", "bf16", "int8", "fp32"]
-    _assert_same_one_way(*bf16, *fp32, q, b)
-    _assert_same_one_way(*int8, *fp32, q, b)
+    assert_same_one_way(*bf16, *fp32, q, b)
+    assert_same_one_way(*int8, *fp32, q, b)
     np.testing.assert_array_equal(forced[1], fp32[1])
 
 
 @pytest.mark.parametrize("compute", [Compute.BF16, Compute.INT8, Compute.FP32])
 def test_shard_searched_both_ways_equals_the_two_one_way_searches(compute: Compute) -> None:
     rng = np.random.default_rng(14)
-    q, b = _clustered(rng, 90, 24, 4, 0.2), _clustered(rng, 70, 24, 4, 0.2)
+    q, b = clustered(rng, 90, 24, 4, 0.2), clustered(rng, 70, 24, 4, 0.2)
     (f_sims, f_ids), (b_sims, b_ids) = search_exact_shard_both(q, b, 5, 1000, 500, compute=compute)
-    _assert_same_one_way(f_sims, f_ids - 500, *search_exact_shard(q, b, 5, 0, compute=Compute.FP32), q, b)
-    _assert_same_one_way(b_sims, b_ids - 1000, *search_exact_shard(b, q, 5, 0, compute=Compute.FP32), b, q)
+    assert_same_one_way(f_sims, f_ids - 500, *search_exact_shard(q, b, 5, 0, compute=Compute.FP32), q, b)
+    assert_same_one_way(b_sims, b_ids - 1000, *search_exact_shard(b, q, 5, 0, compute=Compute.FP32), b, q)
     assert f_ids.min() >= 500 and b_ids.min() >= 1000
 
 
@@ -301,19 +266,19 @@ def test_int8_levels_keep_tile_values_exact_in_float32() -> None:
 
 def test_int8_at_a_wide_dimension_matches_fp32() -> None:
     rng = np.random.default_rng(21)
-    src, tgt = _clustered(rng, 60, 2048, 3, 0.5), _clustered(rng, 50, 2048, 3, 0.5)
+    src, tgt = clustered(rng, 60, 2048, 3, 0.5), clustered(rng, 50, 2048, 3, 0.5)
     res = knn_both_ways_lowp(src, tgt, 3, compute=Compute.INT8, tile=(16, 16))
-    _assert_same(res, knn_both_ways(src, tgt, 3), src, tgt)
+    assert_same(res, knn_both_ways(src, tgt, 3), src, tgt)
 
 
 @LOWP
 def test_lowp_with_rows_of_very_different_norms_and_a_zero_row(compute: Compute) -> None:
     # One scale per int8 side: the long rows set it, so the short rows are rounded coarsely and must be rescued.
     rng = np.random.default_rng(22)
-    src = _clustered(rng, 80, 32, 4, 0.3) * rng.uniform(0.01, 10.0, (80, 1)).astype(np.float32)
-    tgt = _clustered(rng, 70, 32, 4, 0.3) * rng.uniform(0.01, 10.0, (70, 1)).astype(np.float32)
+    src = clustered(rng, 80, 32, 4, 0.3) * rng.uniform(0.01, 10.0, (80, 1)).astype(np.float32)
+    tgt = clustered(rng, 70, 32, 4, 0.3) * rng.uniform(0.01, 10.0, (70, 1)).astype(np.float32)
     src[5] = 0.0
     res = knn_both_ways_lowp(src, tgt, 4, compute=compute, tile=(13, 11))
-    _assert_same(res, knn_both_ways(src, tgt, 4), src, tgt)
+    assert_same(res, knn_both_ways(src, tgt, 4), src, tgt)
     sims, ids = knn_exact_lowp(src, tgt, 4, compute=compute, tile=(13, 11))
-    _assert_same_one_way(sims, ids, *knn_exact(src, tgt, 4), src, tgt)
+    assert_same_one_way(sims, ids, *knn_exact(src, tgt, 4), src, tgt)
