@@ -35,8 +35,18 @@ def import_corpus_task(self, job_id: int) -> dict:
     from .models import ImportJob
     from .services.imports import import_execute
 
-    job = import_execute(job=ImportJob.objects.get(pk=job_id), task_id=self.request.id or "")
+    job = ImportJob.objects.get(pk=job_id)
+    job = import_execute(job=job, task_id=self.request.id or "", helpers=max(0, len(job.paths) - 1))
     return {"job_id": job_id, "status": job.status, "corpus_id": job.corpus_id}
+
+
+@shared_task(name="mining.import_crawl_parts", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def import_crawl_parts_task(job_id: int) -> dict:
+    """Help a running crawl import: claim and import its files until none is left (each file is claimed under a
+    lease and imported in its own transaction, so a task delivered twice imports nothing twice)."""
+    from .services.crawl_imports import parts_work
+
+    return {"job_id": job_id, "parts": parts_work(job_id=job_id)}
 
 
 def _shard(run_id: int, stage: str, shard_no: int) -> dict:

@@ -28,6 +28,13 @@ PCAPP_MAX_SENTENCE_CHARS = env.int("PCAPP_MAX_SENTENCE_CHARS", default=2000)
 # Uploads are removed when their import ends; `manage.py cleanup_uploads` (run by `./run app` at start) removes
 # leftovers older than this that no pending or running import needs.
 PCAPP_UPLOAD_RETENTION_HOURS = env.float("PCAPP_UPLOAD_RETENTION_HOURS", default=24.0)
+# Crawl imports: the largest page (HTTP body) read; longer pages are skipped and counted (`too_large`).
+PCAPP_CRAWL_MAX_PAGE_BYTES = env.int("PCAPP_CRAWL_MAX_PAGE_BYTES", default=8 * 1024**2)
+# Where a crawl import spools a file's extracted pages before writing them (empty: the system's temp folder).
+PCAPP_SPOOL_DIR = env("PCAPP_SPOOL_DIR", default="")
+# Folders the API and `import_corpus` may import crawl files from by path (the data folder's crawls/ and any listed;
+# uploads are not limited by this).
+PCAPP_IMPORT_PATH_ROOTS = env.list("PCAPP_IMPORT_PATH_ROOTS", default=[])
 
 # Signs sessions, CSRF and password-reset tokens. From the environment (or .env), else the per-install key that
 # `./run app` writes into PCAPP_DATA_DIR/secret-key.txt the first time. The built-in development key (and the

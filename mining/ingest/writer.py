@@ -17,6 +17,7 @@ from django.db import connection
 
 from ..db.bulk import reserve_ids
 from ..models import Corpus, Document, GoldDocumentPair, GoldSentencePair, Sentence
+from .crawl.reader import CrawlPage
 from .errors import ImportFailure, too_long
 from .readers import Doc, Pair
 from .text import bound_sentence, detect_languages, norm_hash, split_sentences
@@ -27,8 +28,34 @@ Analysis = tuple[list[str], list[int]]  # language code and norm_hash per text
 
 SENTENCE_COLUMNS = ["id", "corpus_id", "document_id", "lang", "position", "text", "norm_hash", "detected_lang"]
 SENTENCE_TYPES = ["int8", "int8", "int8", "text", "int4", "text", "int8", "text"]
-DOCUMENT_COLUMNS = ["id", "corpus_id", "lang", "external_id", "url", "title", "metadata", "n_sentences"]
-DOCUMENT_TYPES = ["int8", "int8", "text", "text", "text", "text", "jsonb", "int4"]
+DOCUMENT_COLUMNS = [
+    "id",
+    "corpus_id",
+    "lang",
+    "external_id",
+    "url",
+    "title",
+    "metadata",
+    "n_sentences",
+    "host",
+    "site",
+    "crawled_at",
+    "content_hash",
+]
+DOCUMENT_TYPES = [
+    "int8",
+    "int8",
+    "text",
+    "text",
+    "text",
+    "text",
+    "jsonb",
+    "int4",
+    "text",
+    "text",
+    "timestamptz",
+    "int8",
+]
 PAIR_COLUMNS = ["corpus_id", "src_id", "tgt_id"]
 PAIR_TYPES = ["int8", "int8", "int8"]
 MAX_EXTERNAL_ID = Document._meta.get_field("external_id").max_length
@@ -107,7 +134,10 @@ class CorpusWriter:
         langid_workers: int = 2,
         progress: Callable[[int], None] | None = None,
         max_chars: int = 2000,
+        check_existing: bool = True,
     ) -> None:
+        """`check_existing=False`: the caller guarantees new (lang, external_id) keys (a crawl import checks its URLs
+        against the corpus itself), so the corpus's keys are not loaded (memory then does not grow with it)."""
         self.corpus = corpus
         self.batch_size = batch_size
         self.max_chars = max_chars
@@ -140,8 +170,11 @@ class CorpusWriter:
         self._pending: Future | None = None
         # (analysis to wait for, sentence columns, gold pairs) of the batch whose language ids are being computed
         self._lang_pending: tuple[Callable[[], Analysis], tuple[list, ...], list[tuple[int, int]]] | None = None
-        self._existing_docs = set(
-            Document.objects.filter(corpus=corpus).values_list("lang", "external_id").iterator(chunk_size=10_000)
+        self._check_existing = check_existing
+        self._existing_docs: set[tuple[str, str]] = (
+            set(Document.objects.filter(corpus=corpus).values_list("lang", "external_id").iterator(chunk_size=10_000))
+            if check_existing
+            else set()
         )
 
     # -- documents -------------------------------------------------------------------------------------------
@@ -154,23 +187,29 @@ class CorpusWriter:
         url: str = "",
         metadata: dict | None = None,
         n_sentences: int = 0,
+        crawl: tuple[str, str, object, int | None] = ("", "", None, None),
     ) -> int:
-        """Reserve a document id and buffer its row; raises if (lang, external_id) already exists in the corpus."""
+        """Reserve a document id and buffer its row; raises if (lang, external_id) already exists in the corpus.
+
+        `crawl`: (host, site, crawled_at, content_hash) of a crawled page."""
         if len(external_id) > MAX_EXTERNAL_ID:
             raise ImportFailure(
                 f"the document name '{external_id[:60]}...' is {len(external_id):,} characters, over the "
                 f"{MAX_EXTERNAL_ID} a name may have"
             )
         key = (lang, external_id)
-        if key in self._existing_docs:
-            raise ImportFailure(
-                f"document '{external_id}' [{lang}] appears twice (or already exists in corpus '{self.corpus.name}')"
-            )
-        self._existing_docs.add(key)
+        if self._check_existing:
+            if key in self._existing_docs:
+                raise ImportFailure(
+                    f"document '{external_id}' [{lang}] appears twice (or already exists in corpus '{self.corpus.name}')"
+                )
+            self._existing_docs.add(key)
         if len(self._doc_ids) == 0:
             self._doc_ids = reserve_ids(Document, 256)
         doc_id, self._doc_ids = int(self._doc_ids[0]), self._doc_ids[1:]
-        self._doc_rows.append((doc_id, self.corpus.pk, lang, external_id, url, title, metadata or {}, n_sentences))
+        self._doc_rows.append(
+            (doc_id, self.corpus.pk, lang, external_id, url, title, metadata or {}, n_sentences, *crawl)
+        )
         self._languages.add(lang)
         self.stats["documents"] += 1
         return doc_id
@@ -279,6 +318,21 @@ class CorpusWriter:
                 for lang_b, b in versions[i + 1 :]:
                     if lang_a != lang_b:
                         self._gold_docs.append((self.corpus.pk, a, b))
+
+    def write_page(self, page: CrawlPage) -> int:
+        """One crawled page (its sentences already split and bounded) as a document; returns its id."""
+        doc_id = self.new_document(
+            page.lang,
+            page.external_id,
+            title=page.title,
+            url=page.url,
+            metadata=page.metadata,
+            n_sentences=len(page.sentences),
+            crawl=(page.host, page.site, page.crawled_at, page.content_hash),
+        )
+        for pos, text in enumerate(page.sentences):
+            self.add_sentence(doc_id, page.lang, pos, text)
+        return doc_id
 
     def _bounded(self, doc: Doc, sentences: list[str]) -> list[str]:
         """The document's sentences with each one over `max_chars` cut at sentence or clause boundaries."""

@@ -3,7 +3,7 @@
 from .artefacts import Artefact, ArtefactKind
 from .calibration import LanguagePairSetting
 from .candidates import DocumentPairCandidate, SentencePairCandidate
-from .corpus import Corpus, Document, GoldDocumentPair, GoldSentencePair, ImportJob, Sentence
+from .corpus import Corpus, Document, GoldDocumentPair, GoldSentencePair, ImportJob, ImportPart, Sentence
 from .jobs import FINISHED_STATUSES, Job, JobStatus
 from .runs import MiningRun, RunKind, RunShard
 from .verdict import Verdict
@@ -19,6 +19,7 @@ __all__ = [
     "GoldDocumentPair",
     "GoldSentencePair",
     "ImportJob",
+    "ImportPart",
     "JobStatus",
     "LanguagePairSetting",
     "MiningRun",

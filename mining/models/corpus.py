@@ -38,12 +38,20 @@ class Document(models.Model):
     title = models.TextField(blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     n_sentences = models.PositiveIntegerField(default=0)
+    # Crawled pages (WARC, WET, saved HTML): where and when the page was, for matching within a site.
+    host = models.CharField(max_length=255, blank=True, help_text="The URL's host (crawled pages).")
+    site = models.CharField(max_length=255, blank=True, help_text="The URL's registered domain (crawled pages).")
+    crawled_at = models.DateTimeField(null=True, blank=True)
+    content_hash = models.BigIntegerField(null=True, blank=True, help_text="Hash of the main text, for dedup.")
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["corpus", "lang", "external_id"], name="document_unique_ext_id"),
         ]
-        indexes = [models.Index(fields=["corpus", "lang"], name="document_corpus_lang")]
+        indexes = [
+            models.Index(fields=["corpus", "lang"], name="document_corpus_lang"),
+            models.Index(fields=["corpus", "site", "lang"], name="document_corpus_site_lang"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.external_id} [{self.lang}]"
@@ -114,6 +122,8 @@ class ImportJob(Job):
         JSONL = "jsonl", "JSONL documents"
         FOLDER = "folder", "Folder of plain-text documents"
         PO = "po", "gettext PO"
+        WARC = "warc", "Web crawl: WARC / WARC.gz / WET files"
+        HTML = "html", "Web crawl: folder of saved HTML pages"
 
     corpus_name = models.CharField(max_length=200)
     corpus = models.ForeignKey(Corpus, null=True, blank=True, on_delete=models.SET_NULL, related_name="imports")
@@ -126,3 +136,19 @@ class ImportJob(Job):
 
     def __str__(self) -> str:
         return f"import {self.corpus_name} ({self.format}, {self.status})"
+
+
+class ImportPart(Job):
+    """One file of a crawl import (a WARC file, or the folder of saved pages): imported in a transaction of its own,
+    by whichever worker claims it, so several workers share a large crawl."""
+
+    job = models.ForeignKey(ImportJob, on_delete=models.CASCADE, related_name="parts")
+    part_no = models.PositiveIntegerField()
+    path = models.TextField()
+
+    class Meta:
+        ordering = ["job", "part_no"]
+        constraints = [models.UniqueConstraint(fields=["job", "part_no"], name="import_part_unique")]
+
+    def __str__(self) -> str:
+        return f"import {self.job_id} part {self.part_no} ({self.status})"

@@ -23,6 +23,7 @@ from ..ingest.readers import read_folder, read_jsonl, read_moses, read_po, read_
 from ..ingest.writer import CorpusWriter
 from ..models import Corpus, ImportJob
 from .corpora import corpus_refresh_stats
+from .crawl_imports import CRAWL_FORMATS, check_crawl_paths, crawl_import
 from .jobs import (
     JobStateError,
     job_mark_failed,
@@ -49,7 +50,7 @@ def check_import(*, fmt: str, paths: list[str], options: dict, corpus_name: str)
     max_name = Corpus._meta.get_field("name").max_length
     if len(corpus_name) > max_name:
         raise ImportFailure(f"the corpus name is {len(corpus_name)} characters, over the {max_name} allowed")
-    expected = {Format.MOSES: 2, Format.FOLDER: 1}.get(fmt)
+    expected = {Format.MOSES: 2, Format.FOLDER: 1, Format.HTML: 1}.get(fmt)
     if expected and len(paths) != expected:
         raise ImportFailure(f"{fmt} import takes {expected} path(s), got {len(paths)}")
     if not paths:
@@ -63,6 +64,8 @@ def check_import(*, fmt: str, paths: list[str], options: dict, corpus_name: str)
             raise ImportFailure(
                 f"is {size:,} bytes, over the limit of {limit:,} bytes (PCAPP_MAX_UPLOAD_BYTES)", path=path
             )
+    if fmt in CRAWL_FORMATS:
+        check_crawl_paths(fmt=fmt, paths=paths)
     if fmt in ALIGNED:
         check_language(options.get("src_lang") or ("en" if fmt == Format.PO else ""))
         if fmt != Format.PO or options.get("tgt_lang"):
@@ -95,15 +98,21 @@ def import_job_enqueue(*, job: ImportJob) -> None:
     transaction.on_commit(lambda: send_task_or_fail(name=IMPORT_TASK, job=job, args=[job.pk]))
 
 
-def import_execute(*, job: ImportJob, task_id: str = "") -> ImportJob:
+def import_execute(*, job: ImportJob, task_id: str = "", helpers: int = 0) -> ImportJob:
     """Run an import job to the end; never raises for bad input (the job carries the error). An uploaded input is
     removed when the job ends either way: the corpus (or the error) is the record. A job that is not pending (a
-    message delivered twice, a cancelled job) or is held by a live worker is left alone."""
+    message delivered twice, a cancelled job) or is held by a live worker is left alone.
+
+    A crawl import (WARC, saved HTML) imports file by file (mining.services.crawl_imports); `helpers`: how many other
+    workers it may ask to share its files."""
     if not job_mark_started(job=job, task_id=task_id):
         return job
     try:
         with ProgressReporter(ImportJob, job.pk, lease_seconds=lease_seconds()) as reporter:
-            stats = _import(job, reporter)
+            if job.format in CRAWL_FORMATS:
+                stats = crawl_import(job=job, reporter=reporter, helpers=helpers)
+            else:
+                stats = _import(job, reporter)
     except JobCancelled:
         job_mark_failed(job=job, error="cancelled by user", cancelled=True, corpus=None)
     except ImportFailure as exc:
