@@ -200,9 +200,8 @@ class CorpusWriter:
         key = (lang, external_id)
         if self._check_existing:
             if key in self._existing_docs:
-                raise ImportFailure(
-                    f"document '{external_id}' [{lang}] appears twice (or already exists in corpus '{self.corpus.name}')"
-                )
+                where = f"corpus '{self.corpus.name}'"
+                raise ImportFailure(f"document '{external_id}' [{lang}] appears twice (or already exists in {where})")
             self._existing_docs.add(key)
         if len(self._doc_ids) == 0:
             self._doc_ids = reserve_ids(Document, 256)

@@ -55,6 +55,9 @@ class PageLimits:
     max_bad_share: float = 0.02
 
 
+DEFAULT_LIMITS = PageLimits()
+
+
 class PageSkip(Exception):
     """A page that is not imported: `reason` is the counter it goes to, `detail` says what was seen."""
 
@@ -116,7 +119,7 @@ def _codec(name: str | None) -> str | None:
         return None
 
 
-def decode_page(body: bytes, declared: str | None, limits: PageLimits = PageLimits()) -> tuple[str, str, bool]:
+def decode_page(body: bytes, declared: str | None, limits: PageLimits = DEFAULT_LIMITS) -> tuple[str, str, bool]:
     """(text, encoding, whether the declared charset was missing or wrong).
 
     A BOM wins; then strict UTF-8 (a page that declares latin-1 but is UTF-8 is read as UTF-8); then the declared
@@ -163,7 +166,7 @@ def extract_page(
     declared: str | None,
     *,
     extractor: Extractor = Extractor.RESILIPARSE,
-    limits: PageLimits = PageLimits(),
+    limits: PageLimits = DEFAULT_LIMITS,
 ) -> Extracted:
     """Title and main text of an HTML page; PageSkip for binary content, a nesting bomb, undecodable or empty text.
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import ImportFailure
 from ..text import bound_sentence, detect_languages, norm_hash, split_sentences
-from .pages import Extractor, PageLimits, PageSkip, extract_page
+from .pages import DEFAULT_LIMITS, Extractor, PageLimits, PageSkip, extract_page
 from .records import RawPage, Skip, warc_records
 from .sites import site_of
 
@@ -56,7 +56,7 @@ class CrawlPage:
 @dataclass(frozen=True)
 class CrawlOptions:
     extractor: Extractor = Extractor.RESILIPARSE
-    limits: PageLimits = PageLimits()
+    limits: PageLimits = DEFAULT_LIMITS
     max_chars: int = 2000
     batch: int = 64
 
@@ -207,7 +207,7 @@ def _saved_url(head: bytes, rel: Path) -> str:
     return "file:///" + rel.as_posix()
 
 
-def html_folder(root: str, limits: PageLimits = PageLimits()) -> Iterator[RawPage | Skip | int]:
+def html_folder(root: str, limits: PageLimits = DEFAULT_LIMITS) -> Iterator[RawPage | Skip | int]:
     """Saved pages (*.html, *.htm, any depth) of a folder, in name order; the URL from the page ('saved from url'
     comment, canonical link, og:url), else from the path (a wget mirror's host/path), the date from the file's time.
     The 'offset' of each is its number in that order."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import ImportFailure
-from .pages import PageLimits
+from .pages import DEFAULT_LIMITS, PageLimits
 
 _GZ_MAGIC = b"\x1f\x8b\x08"
 _WARC_LINE = b"WARC/1."
@@ -195,7 +195,7 @@ def _damage(fh, gz: bool, last: int, start: int, error: str) -> Skip:
     return Skip("corrupt_record", max(last, start), "", f"unreadable bytes {where} ({error})")
 
 
-def warc_records(path: str, limits: PageLimits = PageLimits()) -> Iterator[RawPage | Skip | int]:
+def warc_records(path: str, limits: PageLimits = DEFAULT_LIMITS) -> Iterator[RawPage | Skip | int]:
     """Pages and skips of a WARC, WARC.gz or WET file, in file order; between them, ints: the byte offset reached
     (for progress). Non-page records (request, metadata, warcinfo, revisit) are yielded as Skip('not_page')."""
     from fastwarc.warc import ArchiveIterator
