@@ -209,7 +209,7 @@ def _p_at_1(result, truth: np.ndarray) -> float:
 
 
 def child_align(args: argparse.Namespace) -> dict:
-    from mining.services.document_runs import _align_pair
+    from mining.services.align_runs import _align_pair
 
     data = make_docs(
         args.align_pairs,

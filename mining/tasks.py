@@ -84,3 +84,11 @@ def shard_search(run_id: int, stage: str, shard_no: int) -> dict:
 def shard_io(run_id: int, stage: str, shard_no: int) -> dict:
     """Plan, score, filter, write (COPY) or finish a sentence run (queue `io`)."""
     return _shard(run_id, stage, shard_no)
+
+
+@shared_task(name="mining.site_shard", **_SHARD_OPTIONS)
+def site_shard(run_id: int, stage: str, shard_no: int) -> dict:
+    """Plan, match a batch of sites, or write the candidates of a site-restricted document run (queue `search`)."""
+    from .services.document_sites import site_shard_task_body
+
+    return site_shard_task_body(run_id, stage, shard_no)

@@ -26,16 +26,17 @@ def run_handlers() -> dict[str, RunHandler]:
     """kind -> handler. Imported on first use, so a web process that only enqueues runs never loads torch or faiss."""
     from feedback.services.calibration import execute_calibrate
     from feedback.services.fine_tuning import execute_fine_tune
+    from mining.services.align_runs import execute_align_run
     from mining.services.calibrators import execute_apply_calibration
     from mining.services.doc_models import execute_train_doc_model
-    from mining.services.document_runs import execute_align_run, execute_document_run
+    from mining.services.document_sites import execute_document_any
     from mining.services.mining_runs import execute_sentence_run
     from mining.services.self_training import execute_self_train_run
     from mining.services.training_runs import execute_train_encoder
 
     return {
         RunKind.SENTENCE: execute_sentence_run,
-        RunKind.DOCUMENT: execute_document_run,
+        RunKind.DOCUMENT: execute_document_any,
         RunKind.ALIGN: execute_align_run,
         RunKind.TRAIN_ENCODER: execute_train_encoder,
         RunKind.TRAIN_DOC_MODEL: execute_train_doc_model,
@@ -64,6 +65,11 @@ def execute_run(self, run_id: int) -> dict:
         from mining.services.shards import sharded_run_start
 
         return sharded_run_start(run=run, task_id=self.request.id or "")
+    if run.kind == RunKind.DOCUMENT:
+        from mining.services.document_sites import is_site_run, site_run_start
+
+        if is_site_run(run):  # pages matched within their sites: one shard task per batch of sites
+            return site_run_start(run=run, task_id=self.request.id or "")
     return execute_job(run=run, task_id=self.request.id or "")
 
 
@@ -74,11 +80,13 @@ def reap_stalled_jobs() -> dict[str, list[int]]:
 
 def _keeper(stop: threading.Event) -> None:
     """Every quarter lease: keep the distributed runs' leases, re-queue shards of dead workers (sharded_runs_keep)."""
+    from mining.services.document_sites import site_runs_keep
     from mining.services.shards import sharded_runs_keep
 
     while not stop.wait(max(0.5, lease_seconds() / 4)):
         try:
             sharded_runs_keep()
+            site_runs_keep()
         except Exception:  # the database or broker is away for a moment: the next round tries again
             logger.exception("the shard keeper failed; trying again")
         finally:

@@ -95,6 +95,31 @@ def retrieve(u: np.ndarray, v: np.ndarray, top_n: int) -> Retrieved:
     return Retrieved(src, tgt, sim, rank[first])
 
 
+def with_pairs(cands: Retrieved, src: np.ndarray, tgt: np.ndarray, u: np.ndarray, v: np.ndarray) -> Retrieved:
+    """`cands` with the pairs (src, tgt) added where retrieval did not find them (rank 0, their embedding cosine),
+    still sorted by source then target.
+
+    Args:
+        cands: retrieved candidates, sorted by (src, tgt).
+        src, tgt: (m,) int64 pairs to add (e.g. URLs that differ only by language markers).
+        u, v: (n_src, d), (n_tgt, d) float32 document embeddings, rows L2-normalised.
+    """
+    if len(src) == 0:
+        return cands
+    n_tgt = max(len(v), 1)
+    have = cands.src * n_tgt + cands.tgt
+    want = np.unique(np.asarray(src, np.int64) * n_tgt + np.asarray(tgt, np.int64))
+    new = want[~np.isin(want, have)]
+    if len(new) == 0:
+        return cands
+    ns, nt = new // n_tgt, new % n_tgt
+    key = np.concatenate([have, new])
+    order = np.argsort(key, kind="stable")
+    sim = np.concatenate([cands.sim, np.einsum("ij,ij->i", u[ns], v[nt]).astype(np.float32)])
+    rank = np.concatenate([cands.fwd_rank, np.zeros(len(new), np.int64)])
+    return Retrieved((key // n_tgt)[order], (key % n_tgt)[order], sim[order], rank[order])
+
+
 def candidate_sentence_knn(
     s_emb: np.ndarray,
     s_offsets: np.ndarray,

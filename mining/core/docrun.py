@@ -38,10 +38,16 @@ from .docrerank import (
     ranked_targets,
     retrieve,
     selection_knn,
+    with_pairs,
 )
 from .docvote import VoteForm, aligned_sentence_count, document_positions, sentence_vote
 from .knn import knn_both, knn_method_for, knn_search
 from .margin import Margin
+from .urlsignals import UrlPairs
+
+# What a URL language-marker match adds to RERANK's combined score (which lies in about [0, 1]) by default. Chosen
+# leave-one-collection-out on the crawl bench (bench/document_quality.py --crawl, docs/BENCHMARKS.md).
+DEFAULT_URL_WEIGHT = 0.2
 
 # (sims, ids) of the sentence kNN -> (n_s, N) calibrated f1 of each hit, or None for the mapped cosine
 Confidence = Callable[[np.ndarray, np.ndarray], "np.ndarray | None"]
@@ -60,6 +66,8 @@ class DocMatchConfig:
             (bench/document_quality.py --top-n-sweep, docs/BENCHMARKS.md): on every bench collection the true
             target was retrieved as often at 5 as at 10, at half the candidates.
         rerank_weight: RERANK: the vote's share of the combined score, in [0, 1].
+        url_weight: RERANK: what a URL language-marker match (`urlsignals`) adds to the combined score, in [0, 1]
+            (0: URLs are not read).
         prefilter: thresholds of the pre-filter (None: not applied; RERANK then prunes nothing).
         ranked: targets kept per source document in the raw ranking (for P@N).
     """
@@ -74,6 +82,7 @@ class DocMatchConfig:
     vote_form: VoteForm = VoteForm.COUNTED
     top_n: int = 5
     rerank_weight: float = DEFAULT_WEIGHT
+    url_weight: float = DEFAULT_URL_WEIGHT
     prefilter: PrefilterThresholds | None = DEFAULT_THRESHOLDS
     ranked: int = 10
 
@@ -81,8 +90,9 @@ class DocMatchConfig:
         for name in ("k", "neighbours", "top_n", "ranked"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0.0 <= self.rerank_weight <= 1.0:
-            raise ValueError(f"rerank_weight must be in [0, 1], got {self.rerank_weight}")
+        for name in ("rerank_weight", "url_weight"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
 
 
 @dataclass(frozen=True)
@@ -201,9 +211,13 @@ def _rerank_match(
     confidence: Confidence | None,
     learn_from: dict[int, int] | None,
     f1_label: str,
+    urls: UrlPairs | None = None,
 ) -> tuple[dict[str, np.ndarray], list[dict[str, Any]], np.ndarray, dict[str, Any]]:
     cands = retrieve(u, v, config.top_n)
     n_retrieved = len(cands.src)
+    use_urls = urls is not None and config.url_weight > 0
+    if use_urls:  # the pairs whose URLs differ only by the documents' language markers are candidates too
+        cands = with_pairs(cands, *urls.matches(), u, v)
     pruned = 0
     if stats_pair is not None and config.prefilter is not None:
         feats = pair_features(*stats_pair, cands.src, cands.tgt, min_entities=config.prefilter.min_entities)
@@ -227,6 +241,9 @@ def _rerank_match(
         weight, p1 = learn_weight(cands.src, cands.tgt, cands.sim, votes.norm, learn_from, default=weight)
         weight_note = f"learnt on {len(learn_from)} gold pairs (their P@1 {p1:.4f})"
     combined = combine(cands.sim, votes.norm, weight)
+    url_signal = urls.lookup(cands.src, cands.tgt, tgt.n_docs) if urls is not None else None
+    if use_urls:
+        combined = combined + config.url_weight * url_signal
     s, t, _, score, fwd, bwd = _select(cands.src, cands.tgt, combined, src.n_docs, tgt.n_docs, config)
     # each selected pair's row among the candidates, for its evidence
     key = cands.src * max(tgt.n_docs, 1) + cands.tgt  # ascending: retrieve() sorts by (src, tgt), take() keeps order
@@ -247,6 +264,11 @@ def _rerank_match(
             "combined": {"rank": int(comb_rank[r]), "score": round(float(combined[r]), 5), "weight": weight},
             "fwd_mean": round(float(f), 5),
             "bwd_mean": round(float(b), 5),
+            **(
+                {"url": {"signal": float(url_signal[r]), "weight": config.url_weight if use_urls else 0.0}}
+                if url_signal is not None
+                else {}
+            ),
         }
         for r, f, b in zip(rows.tolist(), fwd, bwd, strict=True)
     ]
@@ -258,6 +280,11 @@ def _rerank_match(
         "candidates_pruned": pruned,
         "rerank_weight": weight,
         "rerank_weight_source": weight_note,
+        **(
+            {"url_pairs": int((urls.signal > 0).sum()), "url_pairs_contradicted": int((urls.signal == 0).sum())}
+            if urls is not None
+            else {}
+        ),
     }
     return arrays, evidence, ranked_targets(cands.src, cands.tgt, combined, src.n_docs, config.ranked), stats
 
@@ -274,6 +301,7 @@ def match_documents(
     learn_from: dict[int, int] | None = None,
     tune_weight: bool = False,
     f1_label: str = "calibrated",
+    urls: UrlPairs | None = None,
 ) -> DocumentMatch:
     """Score and select document pairs with `method`.
 
@@ -290,6 +318,9 @@ def match_documents(
             (`docfilter.learn_thresholds`, with `doc_stats` and a pre-filter) and, with `tune_weight`, RERANK's vote
             weight (`docrerank.learn_weight`). Pairs learnt from should be left out of any figure of the result.
         tune_weight: learn RERANK's weight from `learn_from` (else `config.rerank_weight`).
+        urls: pairs whose URLs differ only by language markers (`urlsignals.url_pairs`): RERANK adds them to its
+            candidates and `config.url_weight` times their signal to the combined score; every pair's evidence
+            says its signal.
     """
     method = DocMethod.parse(method)
     if src.n_docs == 0 or tgt.n_docs == 0:
@@ -325,6 +356,7 @@ def match_documents(
                 confidence,
                 learn_from if tune_weight else None,
                 f1_label,
+                urls,
             )
             stats.update(rerank_stats)
         else:

@@ -83,8 +83,11 @@ class LanguageDetector:
                 logger.info("language id runs inline (%s)", exc)
                 self._pool = None
 
-    def submit(self, texts: list[str]) -> Callable[[], Analysis]:
-        """Start detecting; returns a function that waits for the language codes and norm_hashes of the texts."""
+    def submit(self, texts: list[str], *, codes: list | None = None) -> Callable[[], Analysis]:
+        """Start detecting; returns a function that waits for the language codes and norm_hashes of the texts.
+        `codes`: the texts' languages when they are known already (then only the hashes are computed)."""
+        if codes is not None:
+            return lambda: (list(codes), [norm_hash(t) for t in texts])
         if self._pool is None or len(texts) < 2000:
             return lambda: _analyse(texts)
         step = -(-len(texts) // self._workers)
@@ -159,6 +162,7 @@ class CorpusWriter:
         self._sent_langs: list[str] = []
         self._sent_pos: list[int] = []
         self._sent_texts: list[str] = []
+        self._sent_codes: list[str | None] = []
         self._gold: list[tuple[int, int]] = []
         self._doc_rows: list[tuple] = []
         self._free_ids: list[int] = []  # reserved sentence ids, the next one last
@@ -213,8 +217,9 @@ class CorpusWriter:
         self.stats["documents"] += 1
         return doc_id
 
-    def add_sentence(self, doc_id: int, lang: str, position: int, text: str) -> int:
-        """Buffer one sentence; returns its (reserved) id."""
+    def add_sentence(self, doc_id: int, lang: str, position: int, text: str, *, detected: str | None = None) -> int:
+        """Buffer one sentence; returns its (reserved) id. `detected`: its language when the reader identified it
+        already (crawl pages), else the batch's language id finds it."""
         if not self._free_ids:
             self._reserve_sentence_ids(self.batch_size)
         sid = self._free_ids.pop()
@@ -223,6 +228,7 @@ class CorpusWriter:
         self._sent_langs.append(lang)
         self._sent_pos.append(position)
         self._sent_texts.append(text)
+        self._sent_codes.append(detected)
         if len(self._sent_ids) >= self.batch_size:
             self.flush()
         return sid
@@ -329,8 +335,9 @@ class CorpusWriter:
             n_sentences=len(page.sentences),
             crawl=(page.host, page.site, page.crawled_at, page.content_hash),
         )
-        for pos, text in enumerate(page.sentences):
-            self.add_sentence(doc_id, page.lang, pos, text)
+        codes = page.detected if len(page.detected) == len(page.sentences) else [None] * len(page.sentences)
+        for pos, (text, code) in enumerate(zip(page.sentences, codes, strict=True)):
+            self.add_sentence(doc_id, page.lang, pos, text, detected=code)
         return doc_id
 
     def _bounded(self, doc: Doc, sentences: list[str]) -> list[str]:
@@ -371,9 +378,11 @@ class CorpusWriter:
             batch += self._sentence_parts(columns, analysis(), gold)
         gold, self._gold = self._gold, []
         if self._sent_ids:
-            analysis = self._detector.submit(self._sent_texts)
+            known = self._sent_codes if all(c is not None for c in self._sent_codes) else None
+            analysis = self._detector.submit(self._sent_texts, codes=known)
             columns = (self._sent_ids, self._sent_docs, self._sent_langs, self._sent_pos, self._sent_texts)
             self._sent_ids, self._sent_docs, self._sent_langs, self._sent_pos, self._sent_texts = [], [], [], [], []
+            self._sent_codes = []
             if final:
                 batch += self._sentence_parts(columns, analysis(), gold)
             else:

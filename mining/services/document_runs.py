@@ -15,7 +15,6 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
-from ..core.align import AlignConfig, align, sentence_pairs
 from ..core.doc_evaluation import selection_figures
 from ..core.docembed import (
     DocumentBow,
@@ -28,19 +27,19 @@ from ..core.docfilter import DEFAULT_THRESHOLDS, PrefilterThresholds, document_s
 from ..core.docmatch import HideModel
 from ..core.docmethod import DocMethod
 from ..core.docrerank import DEFAULT_WEIGHT as DEFAULT_RERANK_WEIGHT
-from ..core.docrun import Confidence, DocMatchConfig, DocumentMatch
+from ..core.docrun import DEFAULT_URL_WEIGHT, Confidence, DocMatchConfig, DocumentMatch
 from ..core.docrun import match_documents as core_match
+from ..core.urlsignals import UrlPairs, url_pairs
 from ..db.bulk import copy_rows
 from ..models import (
     Artefact,
     ArtefactKind,
     Corpus,
+    Document,
     DocumentPairCandidate,
     GoldDocumentPair,
     MiningRun,
-    RunKind,
     Sentence,
-    SentencePairCandidate,
 )
 from .embeddings import embed_side
 from .encoders import artefact_path, encoder_default, load_encoder
@@ -70,6 +69,7 @@ def match_config(p: dict, *, prefilter: PrefilterThresholds = DEFAULT_THRESHOLDS
         vote_form=p["vote_form"],
         top_n=p["top_n"],
         rerank_weight=DEFAULT_RERANK_WEIGHT if p["rerank_weight"] is None else p["rerank_weight"],
+        url_weight=DEFAULT_URL_WEIGHT if p["url_weight"] is None else p["url_weight"],
         prefilter=prefilter if p["prefilter"] else None,
         ranked=3,
     )
@@ -93,10 +93,27 @@ class DocSide:
 
 def doc_side(corpus: Corpus, lang: str) -> DocSide:
     """Load the sentences of a corpus's documents in one language, ordered by document and position."""
-    rows = (
-        Sentence.objects.filter(corpus=corpus, lang=lang)
-        .order_by("document_id", "position")
-        .values_list("document_id", "id", "position", "text", "detected_lang")
+    return _side(Sentence.objects.filter(corpus=corpus, lang=lang))
+
+
+def doc_side_of(doc_ids: np.ndarray) -> DocSide:
+    """The sentences of the given documents (any corpus, one language), ordered by document id and position."""
+    return _side(Sentence.objects.filter(document_id__in=[int(d) for d in doc_ids]))
+
+
+def doc_urls(doc_ids: np.ndarray) -> tuple[list[str], list[str]]:
+    """(URL, language) of each document, in the given order ('' for a document without a URL)."""
+    got = {
+        d: (u, lang)
+        for d, u, lang in Document.objects.filter(pk__in=[int(d) for d in doc_ids]).values_list("id", "url", "lang")
+    }
+    pairs = [got.get(int(d), ("", "")) for d in doc_ids]
+    return [u for u, _ in pairs], [lang for _, lang in pairs]
+
+
+def _side(sentences) -> DocSide:
+    rows = sentences.order_by("document_id", "position").values_list(
+        "document_id", "id", "position", "text", "detected_lang"
     )
     docs, sids, pos, texts, det = [], [], [], [], []
     for d, s, p, t, dl in rows.iterator(chunk_size=20_000):
@@ -118,7 +135,16 @@ def doc_side(corpus: Corpus, lang: str) -> DocSide:
     )
 
 
-def embed_doc_side(run: MiningRun, corpus: Corpus, lang: str, side: DocSide, reporter: ProgressReporter) -> np.ndarray:
+def embed_doc_side(
+    run: MiningRun,
+    corpus: Corpus,
+    lang: str,
+    side: DocSide,
+    reporter: ProgressReporter | None,
+    *,
+    variant: str = "by-document",
+) -> np.ndarray:
+    """The side's sentence embeddings, cached under the corpus's embeddings folder as `variant`."""
     encoder = load_encoder(run.encoder)
     return embed_side(
         corpus=corpus,
@@ -127,8 +153,8 @@ def embed_doc_side(run: MiningRun, corpus: Corpus, lang: str, side: DocSide, rep
         encode=encoder.encode,
         ids=side.sent_ids,
         texts=side.texts,
-        progress=reporter.progress,
-        variant="by-document",
+        progress=reporter.progress if reporter is not None else None,
+        variant=variant,
     )
 
 
@@ -251,6 +277,11 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     uses_vote = method in (DocMethod.SENTENCE_VOTE, DocMethod.RERANK)
     vote = vote_calibration(run) if uses_vote else None
     confidence = (lambda sims, ids: vote.f1(s_emb, t_emb, sims, ids)) if vote and vote.model is not None else None
+    urls = None
+    if method is DocMethod.RERANK and match_config(p).url_weight > 0:
+        (s_urls, s_langs), (t_urls, t_langs) = doc_urls(src.doc_ids), doc_urls(tgt.doc_ids)
+        if any(s_urls) and any(t_urls):
+            urls = url_pairs(s_urls, t_urls, s_langs, t_langs)
     result = match(
         method,
         src.documents(s_emb),
@@ -260,10 +291,11 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
         learn_from=learn,
         confidence=confidence,
         f1_label=vote.label if vote else "cosine",
+        urls=urls,
     )
     run_record_timing(run=run, stage="match", seconds=time.perf_counter() - t0)
     reporter.update(stage="write", total=len(result), force=True)
-    written = _write_doc_candidates(run, result, src.doc_ids, tgt.doc_ids)
+    written = write_doc_candidates(run, result, src.doc_ids, tgt.doc_ids)
     return {
         "candidates": written,
         "src_documents": int(len(src.doc_ids)),
@@ -286,6 +318,7 @@ def match(
     learn_from: dict[int, int] | None = None,
     confidence: Confidence | None = None,
     f1_label: str = "calibrated",
+    urls: UrlPairs | None = None,
 ) -> DocumentMatch:
     """The core's `match_documents` with the run's parameters (`document_run_params`' output): the pre-filter's
     features when both sides carry their texts, its thresholds and RERANK's vote weight learnt on `learn_from`
@@ -304,11 +337,12 @@ def match(
         tune_weight=p["rerank_weight"] is None,
         confidence=confidence,
         f1_label=f1_label,
+        urls=urls,
     )
 
 
 @transaction.atomic
-def _write_doc_candidates(run: MiningRun, result: DocumentMatch, src: np.ndarray, tgt: np.ndarray) -> int:
+def write_doc_candidates(run: MiningRun, result: DocumentMatch, src: np.ndarray, tgt: np.ndarray) -> int:
     """Replace the run's document candidates (rank 1 = best score); the result indexes the `src`/`tgt` document ids."""
     DocumentPairCandidate.objects.filter(run=run).delete()
     p = document_run_params(run.params)
@@ -331,108 +365,6 @@ def _write_doc_candidates(run: MiningRun, result: DocumentMatch, src: np.ndarray
             )
         ),
         ["int8", "int8", "int8", "float8", "float8", "int4", "text", "text", "jsonb"],
-    )
-
-
-def execute_align_run(run: MiningRun, reporter: ProgressReporter) -> dict:
-    """Align the sentences of the parent document run's pairs scoring >= params.threshold (all when unset)."""
-    parent = run.parent
-    if parent is None or parent.kind != RunKind.DOCUMENT:
-        raise ValueError("an alignment run needs a document-matching run as its parent")
-    if run.encoder is None:
-        MiningRun.objects.filter(pk=run.pk).update(encoder=parent.encoder or encoder_default())
-        run.refresh_from_db()
-    pairs = DocumentPairCandidate.objects.filter(run=parent)
-    if run.params.get("threshold") is not None:
-        pairs = pairs.filter(score__gte=float(run.params["threshold"]))
-    pairs = list(pairs.order_by("rank").values_list("id", "src_id", "tgt_id"))
-    src = doc_side(parent.src_corpus, parent.src_lang)
-    tgt = doc_side(parent.tgt_corpus, parent.tgt_lang)
-    reporter.update(stage="embed", force=True)
-    s_emb = embed_doc_side(run, parent.src_corpus, parent.src_lang, src, reporter)
-    t_emb = embed_doc_side(run, parent.tgt_corpus, parent.tgt_lang, tgt, reporter)
-    s_index = {int(d): i for i, d in enumerate(src.doc_ids)}
-    t_index = {int(d): i for i, d in enumerate(tgt.doc_ids)}
-    reporter.update(stage="align", done=0, total=len(pairs), force=True)
-    t0 = time.perf_counter()
-    out = []
-    for n, (pair_id, s_doc, t_doc) in enumerate(pairs):
-        out.extend(_align_pair(pair_id, src, tgt, s_emb, t_emb, s_index[s_doc], t_index[t_doc], run))
-        reporter.update(done=n + 1)
-    run_record_timing(run=run, stage="align", seconds=time.perf_counter() - t0)
-    return {"candidates": _write_aligned(run, out), "document_pairs": len(pairs)}
-
-
-def _align_pair(pair_id: int, src: DocSide, tgt: DocSide, s_emb, t_emb, i: int, j: int, run: MiningRun) -> list:
-    a0, a1 = src.offsets[i], src.offsets[i + 1]
-    b0, b1 = tgt.offsets[j], tgt.offsets[j + 1]
-    s_texts, t_texts = src.texts[a0:a1], tgt.texts[b0:b1]
-    beads = sentence_pairs(
-        align(
-            s_emb[a0:a1],
-            t_emb[b0:b1],
-            np.array([len(t) for t in s_texts]),
-            np.array([len(t) for t in t_texts]),
-            AlignConfig(),
-        )
-    )
-    rows = []
-    for b in beads:
-        s_text = " ".join(s_texts[b.src_start : b.src_end])
-        t_text = " ".join(t_texts[b.tgt_start : b.tgt_end])
-        reason = ""
-        if s_text.strip() == t_text.strip():
-            reason = "identical"
-        elif {src.detected[a0 + k] for k in range(b.src_start, b.src_end)} - {run.src_lang, ""} or {
-            tgt.detected[b0 + k] for k in range(b.tgt_start, b.tgt_end)
-        } - {run.tgt_lang, ""}:
-            reason = "wrong_language"
-        rows.append(
-            (
-                pair_id,
-                int(src.sent_ids[a0 + b.src_start]),
-                int(tgt.sent_ids[b0 + b.tgt_start]),
-                b.cosine,
-                reason,
-                {
-                    "bead": [b.src_end - b.src_start, b.tgt_end - b.tgt_start],
-                    "src_rows": [int(x) for x in src.sent_ids[a0 + b.src_start : a0 + b.src_end]],
-                    "tgt_rows": [int(x) for x in tgt.sent_ids[b0 + b.tgt_start : b0 + b.tgt_end]],
-                },
-            )
-        )
-    return rows
-
-
-@transaction.atomic
-def _write_aligned(run: MiningRun, rows: list) -> int:
-    """Sentence-pair candidates of an alignment run, each pointing at its document pair (one row per bead; merged
-    beads keep their first sentences as src/tgt and list all rows in the evidence)."""
-    SentencePairCandidate.objects.filter(run=run).delete()
-    seen, uniq = set(), []
-    for r in sorted(rows, key=lambda r: -r[3]):
-        if (r[1], r[2]) not in seen:
-            seen.add((r[1], r[2]))
-            uniq.append(r)
-    return copy_rows(
-        SentencePairCandidate,
-        [
-            "run_id",
-            "src_id",
-            "tgt_id",
-            "cosine",
-            "score",
-            "rank",
-            "strategy",
-            "filter_reason",
-            "doc_pair_id",
-            "evidence",
-        ],
-        (
-            (run.pk, s, t, cos, cos, i + 1, "align", reason, pair, ev)
-            for i, (pair, s, t, cos, reason, ev) in enumerate(uniq)
-        ),
-        ["int8", "int8", "int8", "float8", "float8", "int4", "text", "text", "int8", "jsonb"],
     )
 
 

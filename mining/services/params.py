@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Self
 
 from ..core.candidates import Strategy
 from ..core.docmethod import DocMethod
+from ..core.docsites import SiteScope
 from ..core.docvote import VoteForm
 from ..core.knn import KnnMethod
 from ..core.margin import Margin
@@ -288,6 +289,20 @@ class DocumentRunParams(RunParams):
     seed: int = param(0, "Seeds the split of the gold pairs.", lo=0, hi=2**31 - 1)
     doc_model: int | None = param(None, "A document-model artefact id (blank: the pair's latest).", lo=1)
     calibrated_f1: bool = param(True, "The vote's f1 from the pair's calibration model when one fits.")
+    site_scope: SiteScope | None = param(
+        None,
+        "Compare only pages of the same site: site (registered domain), host, or all pages "
+        "(blank: site for a crawled corpus, all otherwise).",
+        label="Site scope",
+    )
+    url_weight: float | None = param(
+        None,
+        "rerank: what a URL pair differing only by language markers (/en/ vs /fr/, fr.example.org, ?lang=de, "
+        "page.fr.html) adds to the combined score (blank: the default, 0: URLs not read).",
+        lo=0.0,
+        hi=1.0,
+        label="URL signal weight",
+    )
 
     # Keys the shared run form stored on document runs before they had their own parameters: read and ignored.
     LEGACY: ClassVar[frozenset[str]] = frozenset({"knn", "filters", "nprobe"})

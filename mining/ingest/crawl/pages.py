@@ -23,12 +23,13 @@ _BINARY_MAGIC = (
     b"\x00\x00\x01\x00",
     b"RIFF",
 )
-_TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]{0,15})\b[^>]*?(/?)>")
+_TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]{0,15})")
 # Elements that never nest (void) or that the HTML parser closes by itself, so they do not deepen the tree.
 _FLAT = frozenset(
     b"br img meta link input hr area base col embed source track wbr param p li td th tr dt dd option".split()
 )
 _SPACE = re.compile(r"[ \t\u00a0\u2000-\u200b\u3000]+")
+_BLANKS = re.compile(r"\n{3,}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -98,10 +99,10 @@ def nesting_depth(body: bytes, limit: int) -> int:
     if body.count(b"<") <= limit:
         return 0
     depth = deepest = 0
-    for m in _TAG.finditer(body):
+    for m in _TAG.finditer(body):  # XHTML's self-closed elements (<br/>, <img/>, <meta/>) are all in _FLAT
         if m.group(1):
             depth = max(0, depth - 1)
-        elif not m.group(3) and m.group(2).lower() not in _FLAT:
+        elif m.group(2).lower() not in _FLAT:
             depth += 1
             if depth > deepest:
                 deepest = depth
@@ -157,8 +158,8 @@ def decode_page(body: bytes, declared: str | None, limits: PageLimits = DEFAULT_
 def _clean(text: str) -> str:
     """Collapse runs of spaces and tabs, drop control characters (the database cannot store NUL), strip lines; blank
     lines (paragraph breaks) are kept, at most one in a row."""
-    lines = [_SPACE.sub(" ", _CONTROL.sub("", line)).strip() for line in text.splitlines()]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    text = _SPACE.sub(" ", _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n")))
+    return _BLANKS.sub("\n\n", "\n".join(line.strip() for line in text.split("\n"))).strip()
 
 
 def extract_page(

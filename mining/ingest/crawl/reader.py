@@ -44,6 +44,7 @@ class CrawlPage:
     content_hash: int
     offset: int
     metadata: dict = field(default_factory=dict)
+    detected: list[str] = field(default_factory=list)  # each sentence's detected language
 
     @property
     def external_id(self) -> str:
@@ -69,10 +70,10 @@ def url_key(url: str) -> int:
     )
 
 
-def _languages(paragraphs: list[str], codes: list[str]) -> dict[str, float]:
+def _languages(sentences: list[str], codes: list[str]) -> dict[str, float]:
     """Share of the page's characters in each detected language, largest first ('' = not identified)."""
     weight: dict[str, int] = {}
-    for text, code in zip(paragraphs, codes, strict=True):
+    for text, code in zip(sentences, codes, strict=True):
         weight[code] = weight.get(code, 0) + len(text)
     total = sum(weight.values()) or 1
     return dict(sorted(((c, w / total) for c, w in weight.items()), key=lambda cw: -cw[1]))
@@ -106,59 +107,64 @@ class PageBuilder:
         return Skip(reason, raw.offset, raw.url, detail)
 
     def build(self, raws: list[RawPage]) -> list[CrawlPage | Skip]:
-        """The batch's pages (or why each was skipped), in order."""
-        out: list[CrawlPage | Skip] = []
-        ready: list[tuple[RawPage, str, str, int, list[str], bool]] = []
+        """The batch's pages (or why each was skipped), in order. Language id runs twice per batch: on each page's
+        first 600 characters (the language its sentences are split in), then on every sentence (stored as the
+        sentence's detected language; the page's language is the one most of its text is in)."""
+        out: list[CrawlPage | Skip | None] = []
+        ready: list[tuple[int, RawPage, str, str, int, bool]] = []
         for raw in raws:
-            ukey = url_key(raw.url)
-            if ukey in self._urls:
-                out.append(self._skip(raw, "duplicate_url"))
+            got = self._extract(raw)
+            if isinstance(got, Skip):
+                out.append(got)
                 continue
-            try:
-                if raw.text_only:
-                    title, text, fixed = "", raw.body.decode("utf-8", errors="replace"), False
-                    text = "\n\n".join(line.strip() for line in text.splitlines() if line.strip())
-                else:
-                    page = extract_page(
-                        raw.body, raw.charset, extractor=self.options.extractor, limits=self.options.limits
-                    )
-                    title, text, fixed = page.title, page.text, page.charset_fixed
-            except PageSkip as skip:
-                out.append(self._skip(raw, skip.reason, skip.detail))
-                continue
-            except Exception as exc:  # a page the extractor chokes on is one page lost, never the import
-                out.append(self._skip(raw, "extraction_failed", f"{type(exc).__name__}: {exc}"[:200]))
-                continue
-            chash = norm_hash(text)
-            if chash in self._hashes:
-                out.append(self._skip(raw, "duplicate_content"))
-                continue
-            self._urls.add(ukey)
-            self._hashes.add(chash)
-            ready.append((raw, title, text, chash, [p for p in text.split("\n\n") if p.strip()], fixed))
-            out.append(Skip("", raw.offset))  # placeholder, replaced below
-        paragraphs = [p for item in ready for p in item[4]]
-        codes = detect_languages(paragraphs) if paragraphs else []
+            title, text, fixed, chash = got
+            ready.append((len(out), raw, title, text, chash, fixed))
+            out.append(None)
+        first = detect_languages([item[3][:600] for item in ready]) if ready else []
+        split = [
+            _sentences(item[3], lang or "en", self.options.max_chars, self.stats)
+            for item, lang in zip(ready, first, strict=True)
+        ]
+        codes = detect_languages([s for sentences in split for s in sentences]) if ready else []
         at = 0
-        pages = iter(ready)
-        for i, item in enumerate(out):
-            if not (isinstance(item, Skip) and item.reason == ""):
-                continue
-            raw, title, text, chash, paras, fixed = next(pages)
-            shares = _languages(paras, codes[at : at + len(paras)])
-            at += len(paras)
-            out[i] = self._page(raw, title, text, chash, shares, fixed)
-        return out
+        for item, sentences in zip(ready, split, strict=True):
+            slot, raw, title, _, chash, fixed = item
+            out[slot] = self._page(raw, title, sentences, codes[at : at + len(sentences)], chash, fixed)
+            at += len(sentences)
+        return [o for o in out if o is not None]
+
+    def _extract(self, raw: RawPage) -> tuple[str, str, bool, int] | Skip:
+        """(title, text, charset fixed, text hash) of a new page, or why it is skipped."""
+        ukey = url_key(raw.url)
+        if ukey in self._urls:
+            return self._skip(raw, "duplicate_url")
+        try:
+            if raw.text_only:
+                text = raw.body.decode("utf-8", errors="replace")
+                title, text, fixed = "", "\n\n".join(line.strip() for line in text.splitlines() if line.strip()), False
+            else:
+                page = extract_page(raw.body, raw.charset, extractor=self.options.extractor, limits=self.options.limits)
+                title, text, fixed = page.title, page.text, page.charset_fixed
+        except PageSkip as skip:
+            return self._skip(raw, skip.reason, skip.detail)
+        except Exception as exc:  # a page the extractor chokes on is one page lost, never the import
+            return self._skip(raw, "extraction_failed", f"{type(exc).__name__}: {exc}"[:200])
+        chash = norm_hash(text)
+        if chash in self._hashes:
+            return self._skip(raw, "duplicate_content")
+        self._urls.add(ukey)
+        self._hashes.add(chash)
+        return title, text, fixed, chash
 
     def _page(
-        self, raw: RawPage, title: str, text: str, chash: int, shares: dict[str, float], fixed: bool
+        self, raw: RawPage, title: str, sentences: list[str], codes: list[str], chash: int, fixed: bool
     ) -> CrawlPage | Skip:
+        if not sentences:
+            return self._skip(raw, "no_text", "no sentence in its main text")
+        shares = _languages(sentences, codes)
         lang = next((code for code in shares if code), "")
         if not lang:
             return self._skip(raw, "unknown_language", "no language identified in its text")
-        sentences = _sentences(text, lang, self.options.max_chars, self.stats)
-        if not sentences:
-            return self._skip(raw, "no_text", "no sentence in its main text")
         host, site = site_of(raw.url)
         meta: dict = {"offset": raw.offset}
         mixed = {c: round(s, 3) for c, s in shares.items() if c and s >= MIXED_SHARE}
@@ -170,7 +176,7 @@ class PageBuilder:
             meta["lang_hint"] = raw.lang_hint
         self.stats["charset_fixed"] = self.stats.get("charset_fixed", 0) + int(fixed)
         self.stats["mixed_language_pages"] = self.stats.get("mixed_language_pages", 0) + int(len(mixed) > 1)
-        return CrawlPage(raw.url, host, site, lang, title, raw.date, sentences, chash, raw.offset, meta)
+        return CrawlPage(raw.url, host, site, lang, title, raw.date, sentences, chash, raw.offset, meta, codes)
 
 
 def _batched(events: Iterable[RawPage | Skip | int], builder: PageBuilder) -> Iterator[CrawlPage | Skip | int]:

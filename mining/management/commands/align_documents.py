@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from mining.models import MiningRun, RunKind
-from mining.services.document_runs import execute_align_run
+from mining.services.align_runs import execute_align_run
 from mining.services.execute import execute_run_service
 from mining.services.runs import run_create
 

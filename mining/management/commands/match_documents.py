@@ -8,7 +8,7 @@ from mining.core.docmethod import DocMethod
 from mining.management.commands._args import add_param_arguments, params_from_options
 from mining.models import Corpus, MiningRun, RunKind
 from mining.services.doc_models import check_doc_model_params, execute_train_doc_model
-from mining.services.document_runs import execute_document_run
+from mining.services.document_sites import execute_document_any
 from mining.services.execute import execute_run_service
 from mining.services.params import DocumentRunParams
 from mining.services.runs import run_create
@@ -75,7 +75,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Document run {runs[-1].pk} enqueued.")
             return
         for run in runs:
-            handler = execute_train_doc_model if run.kind == RunKind.TRAIN_DOC_MODEL else execute_document_run
+            handler = execute_train_doc_model if run.kind == RunKind.TRAIN_DOC_MODEL else execute_document_any
             result = execute_run_service(run=run, handler=handler)
             run.refresh_from_db()
             if run.status != "succeeded":
