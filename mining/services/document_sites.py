@@ -81,6 +81,10 @@ def _side_docs(corpus, lang: str, scope: SiteScope) -> tuple[np.ndarray, list[st
 
 
 def _stage_plan(run: MiningRun, p: dict, folder) -> dict:
+    from .encoders import encoder_default
+
+    if run.encoder is None and p["method"].reads_sentence_embeddings:
+        MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
     scope = run_scope(run, p)
     s_ids, s_keys = _side_docs(run.src_corpus, run.src_lang, scope)
     t_ids, t_keys = _side_docs(run.tgt_corpus, run.tgt_lang, scope)
