@@ -57,19 +57,23 @@ def site_groups(src_keys: Sequence[str], tgt_keys: Sequence[str]) -> list[Group]
 
 
 def pack_groups(groups: Sequence[Group], max_docs: int) -> list[list[int]]:
-    """Group numbers per shard: each shard holds groups of together at most `max_docs` documents (a larger group
-    alone), filled largest first into the emptiest shard of the ones needed (greedy), so shards are about even."""
+    """Group numbers per shard, packed first-fit decreasing: largest group first, each into the least-loaded shard
+    it fits in (together at most `max_docs` documents), else into a new shard (so a larger group is alone)."""
     if max_docs < 1:
         raise ValueError(f"max_docs must be >= 1, got {max_docs}")
-    total = sum(g.size for g in groups)
-    n = max(1, -(-total // max_docs)) if groups else 0
-    shards: list[list[int]] = [[] for _ in range(n)]
-    load = np.zeros(n, np.int64)
+    shards: list[list[int]] = []
+    load: list[int] = []
     for i in sorted(range(len(groups)), key=lambda i: (-groups[i].size, groups[i].key)):
-        j = int(np.argmin(load))
-        shards[j].append(i)
-        load[j] += groups[i].size
-    return [sorted(s) for s in shards if s]
+        size = groups[i].size
+        fits = [j for j in range(len(shards)) if load[j] + size <= max_docs]
+        if fits:
+            j = min(fits, key=lambda j: (load[j], j))
+            shards[j].append(i)
+            load[j] += size
+        else:
+            shards.append([i])
+            load.append(size)
+    return [sorted(s) for s in shards]
 
 
 def _subset(docs: Documents, rows: np.ndarray) -> Documents:

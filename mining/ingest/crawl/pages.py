@@ -29,6 +29,8 @@ _FLAT = frozenset(
     b"br img meta link input hr area base col embed source track wbr param p li td th tr dt dd option".split()
 )
 _SPACE = re.compile(r"[ \t\u00a0\u2000-\u200b\u3000]+")
+_UTF8_MULTI = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+_BAD_CHARS = re.compile("[\ufffd\x80-\x9f]")  # replaced bytes, and C1 controls (what junk bytes decode to)
 _BLANKS = re.compile(r"\n{3,}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -124,18 +126,16 @@ def decode_page(body: bytes, declared: str | None, limits: PageLimits = DEFAULT_
     """(text, encoding, whether the declared charset was missing or wrong).
 
     A BOM wins; then strict UTF-8 (a page that declares latin-1 but is UTF-8 is read as UTF-8); then the declared
-    charset (HTTP header, else the page's meta tag) if it decodes strictly; then uchardet's guess (resiliparse),
-    with undecodable bytes replaced. More than `limits.max_bad_share` replaced characters: PageSkip('invalid_bytes').
+    charset (HTTP header, else the page's meta tag) if it decodes strictly; then, for bytes that are mostly valid
+    UTF-8, UTF-8 with the damaged bytes replaced, else uchardet's guess (resiliparse). A page whose text then has
+    more than `limits.max_bad_share` undecodable or C1 control characters is PageSkip('invalid_bytes').
     """
     from resiliparse.parse.encoding import detect_encoding
 
-    for bom, enc in (
-        (codecs.BOM_UTF8, "utf-8"),
-        (codecs.BOM_UTF16_LE, "utf-16-le"),
-        (codecs.BOM_UTF16_BE, "utf-16-be"),
-    ):
+    boms = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+    for bom, enc in boms:
         if body.startswith(bom):
-            return body[len(bom) :].decode(enc, errors="replace"), enc, False
+            return _checked(body[len(bom) :].decode(enc, errors="replace"), enc, False, limits)
     said = _codec(declared) or _codec(detect_encoding(body[:2048], from_html_meta=True, max_len=2048))
     try:
         text = body.decode("utf-8")
@@ -144,15 +144,22 @@ def decode_page(body: bytes, declared: str | None, limits: PageLimits = DEFAULT_
         pass
     if said and said != "utf-8":
         try:
-            return body.decode(said), said, False
+            return _checked(body.decode(said), said, False, limits)
         except UnicodeDecodeError:
             pass
+    valid = sum(len(m) for m in _UTF8_MULTI.findall(body))
+    high = len(body) - len(body.translate(None, bytes(range(128, 256))))
+    if valid > high - valid:  # UTF-8 with some damaged bytes
+        return _checked(body.decode("utf-8", errors="replace"), "utf-8", said != "utf-8", limits)
     guess = _codec(detect_encoding(body, html5_compatible=True)) or "windows-1252"
-    text = body.decode(guess, errors="replace")
-    bad = text.count("\ufffd")
+    return _checked(body.decode(guess, errors="replace"), guess, True, limits)
+
+
+def _checked(text: str, encoding: str, fixed: bool, limits: PageLimits) -> tuple[str, str, bool]:
+    bad = len(_BAD_CHARS.findall(text))
     if text and bad / len(text) > limits.max_bad_share:
-        raise PageSkip("invalid_bytes", f"{bad} of {len(text)} characters undecodable as {guess}")
-    return text, guess, True
+        raise PageSkip("invalid_bytes", f"{bad:,} of {len(text):,} characters undecodable as {encoding}")
+    return text, encoding, fixed
 
 
 def _clean(text: str) -> str:

@@ -185,12 +185,14 @@ def _read_body(rec, pos: int, url: str, limits: PageLimits, make) -> RawPage | S
 
 
 def _damage(fh, gz: bool, last: int, start: int, error: str) -> Skip:
-    """The skip for what FastWARC could not read after the record at `last`: in a gzip file, the member after it."""
+    """The skip for what FastWARC could not read after the record at `last`: in a gzip file, the member after it
+    (`truncated_gzip` when that member does not decompress to its end, else `corrupt_record`)."""
     if gz:
         at = member_end(fh, last) if last >= start else start
-        return Skip(
-            "truncated_gzip", at if at is not None else max(last, start), "", f"a damaged gzip member ({error})"
-        )
+        at = at if at is not None else max(last, start)
+        if member_end(fh, at) is None:
+            return Skip("truncated_gzip", at, "", f"a gzip member that does not decompress ({error})")
+        return Skip("corrupt_record", at, "", f"a record that cannot be read ({error})")
     where = f"after the record at offset {last:,}" if last >= start else "at the start"
     return Skip("corrupt_record", max(last, start), "", f"unreadable bytes {where} ({error})")
 
@@ -212,18 +214,17 @@ def warc_records(path: str, limits: PageLimits = DEFAULT_LIMITS) -> Iterator[Raw
             fh.seek(start)
             last = start - 1
             resume: int | None = None
+            damaged: Skip | None = None
             try:
                 for rec in ArchiveIterator(fh, parse_http=False, fsspec_args=False):
                     pos = rec.stream_pos if rec.stream_pos >= start else start + rec.stream_pos
                     last, read_any = pos, True
                     event = _event(rec, pos, limits)
-                    yield (
-                        event if event is not None else Skip("not_page", pos, rec.headers.get("WARC-Target-URI") or "")
-                    )
-                    yield pos
                     if isinstance(event, Skip) and event.reason in ("corrupt_record", "truncated_record"):
-                        resume = pos + 1
+                        damaged, resume = event, pos + 1
                         break
+                    yield event or Skip("not_page", pos, rec.headers.get("WARC-Target-URI") or "")
+                    yield pos
                 else:
                     if gz and last >= start:  # FastWARC ends silently at a truncated member: did it stop early?
                         end = member_end(fh, last)
@@ -235,6 +236,10 @@ def warc_records(path: str, limits: PageLimits = DEFAULT_LIMITS) -> Iterator[Raw
                 skip = _damage(fh, gz, last, start, str(exc))
                 yield skip
                 resume = max(skip.offset, last) + 1
+            if damaged is not None:  # in a gzip file, a member cut short reads as a broken record: say which
+                if gz and member_end(fh, damaged.offset) is None:
+                    damaged = Skip("truncated_gzip", damaged.offset, "", "a gzip member that does not decompress")
+                yield damaged
             start = next_boundary(fh, resume, gz) if resume is not None else None
     if not read_any:
         raise ImportFailure(
