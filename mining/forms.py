@@ -80,6 +80,8 @@ def param_form_fields(
     return fields
 
 
+# The crawl settings of document runs (site scope, URL signal), offered beside the document method.
+DOCUMENT_SITE_FIELDS = ("site_scope", "url_weight")
 # The self-training settings a user may want to change (the adapter's training knobs keep their defaults here; the
 # API and `manage.py self_train` take every SelfTrainParams field).
 SELF_TRAIN_FIELDS = ("rounds", "min_precision", "min_gain", "dan", "dan_weight")
@@ -89,6 +91,7 @@ SentenceParamsForm = type(
     {
         **param_form_fields(SentenceRunParams),
         **param_form_fields(SelfTrainParams, SELF_TRAIN_FIELDS, "Only for self-training runs."),
+        **param_form_fields(DocumentRunParams, DOCUMENT_SITE_FIELDS, "Only for document-matching runs."),
     },
 )
 
@@ -156,6 +159,7 @@ class RunStartForm(SentenceParamsForm):
     FIELDSETS = (
         ("What to mine", ("kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "parent")),
         ("How", ("encoder", "method", *(spec.name for spec in SentenceRunParams.specs()))),
+        ("Document matching on crawled sites", DOCUMENT_SITE_FIELDS),
         ("Self-training", SELF_TRAIN_FIELDS),
     )
 

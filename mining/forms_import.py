@@ -30,7 +30,8 @@ class ImportForm(forms.Form):
     format = forms.ChoiceField(choices=ImportJob.Format.choices)
     files = MultipleFileField(
         help_text="TSV/TMX/PO/JSONL: one or more files. Moses: the source file, then the target file. "
-        "Folder: a .zip of language folders (en/..., fr/...) or NAME.LANG.txt files."
+        "Folder: a .zip of language folders (en/..., fr/...) or NAME.LANG.txt files. "
+        "Web crawl: WARC, WARC.gz or Common Crawl WET files; saved HTML pages: one .zip of the folder."
     )
     src_lang = forms.CharField(
         max_length=16,
@@ -46,13 +47,19 @@ class ImportForm(forms.Form):
     )
     header = forms.BooleanField(required=False, label="TSV: first line is a header")
     into = forms.BooleanField(required=False, label="Add to the existing corpus of this name")
+    extractor = forms.ChoiceField(
+        choices=[("resiliparse", "resiliparse (default, fast)"), ("trafilatura", "trafilatura")],
+        required=False,
+        label="Web crawl: main-text extractor",
+    )
 
     def clean(self):
         data = super().clean()
         fmt, files = data.get("format"), data.get("files") or []
         if fmt == ImportJob.Format.MOSES and len(files) != 2:
             self.add_error("files", "Moses needs exactly two files: source, then target.")
-        if fmt == ImportJob.Format.FOLDER and (len(files) != 1 or not files[0].name.lower().endswith(".zip")):
+        zipped = (ImportJob.Format.FOLDER, ImportJob.Format.HTML)
+        if fmt in zipped and (len(files) != 1 or not files[0].name.lower().endswith(".zip")):
             self.add_error("files", "Upload the folder as one .zip file.")
         if fmt in ("tsv", "moses", "tmx") and not (data.get("src_lang") and data.get("tgt_lang")):
             self.add_error("src_lang", "Aligned formats need both languages.")
@@ -66,4 +73,6 @@ class ImportForm(forms.Form):
                 opts[key] = d[key]
         if d["format"] == ImportJob.Format.TSV:
             opts["header"] = d["header"] or None
+        if d["format"] in (ImportJob.Format.WARC, ImportJob.Format.HTML) and d.get("extractor"):
+            opts["extractor"] = d["extractor"]
         return opts

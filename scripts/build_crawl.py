@@ -16,9 +16,9 @@ as synthetic sites with different URL schemes:
 | imaging-help.com | GIMP manual, last third | query `view.php?page=…&lang=fr` |
 | aptitude-manual.org | aptitude manual | file suffix `ch01.fr.html` |
 | debian-install.info | installation guide | no marker (a random name per page and language) |
-| debref.example.net | Debian Reference | misleading: `/en/`, `/fr/` markers, but each language's chapters under shuffled names |
+| debref.example.net | Debian Reference | misleading: `/en/`, `/fr/` markers, each language's chapters shuffled |
 | devref.org | Developer's Reference | language names `/english/`, `/french/`, `/deutsch/`, `/italiano/` |
-| faq.debian-help.org | Debian FAQ | three-letter codes `/eng/`, `/fra/`; pages served in Windows-1252 while the header says UTF-8 |
+| faq.debian-help.org | Debian FAQ | `/eng/`, `/fra/`; served in Windows-1252 while the header says UTF-8 |
 | maint-guide.net | New Maintainers' Guide | `guide/start_fr.html` |
 
 Also: 10 % of the non-English pages left out (pages without a translation), 2 % of pages with a near-duplicate
@@ -55,16 +55,51 @@ PACKAGES = [
 ]
 
 MENU = {
-    "en": ("Home", "Documentation", "Downloads", "Community", "Contact", "This site uses cookies. Accept?",
-           "All rights reserved. Privacy policy. Terms of use."),
-    "fr": ("Accueil", "Documentation", "Téléchargements", "Communauté", "Contact",
-           "Ce site utilise des cookies. Accepter ?", "Tous droits réservés. Politique de confidentialité."),
-    "de": ("Startseite", "Dokumentation", "Downloads", "Gemeinschaft", "Kontakt",
-           "Diese Website verwendet Cookies. Akzeptieren?", "Alle Rechte vorbehalten. Datenschutz. Impressum."),
-    "es": ("Inicio", "Documentación", "Descargas", "Comunidad", "Contacto",
-           "Este sitio utiliza cookies. ¿Aceptar?", "Todos los derechos reservados. Política de privacidad."),
-    "it": ("Home", "Documentazione", "Download", "Comunità", "Contatti",
-           "Questo sito utilizza i cookie. Accettare?", "Tutti i diritti riservati. Informativa sulla privacy."),
+    "en": (
+        "Home",
+        "Documentation",
+        "Downloads",
+        "Community",
+        "Contact",
+        "This site uses cookies. Accept?",
+        "All rights reserved. Privacy policy. Terms of use.",
+    ),
+    "fr": (
+        "Accueil",
+        "Documentation",
+        "Téléchargements",
+        "Communauté",
+        "Contact",
+        "Ce site utilise des cookies. Accepter ?",
+        "Tous droits réservés. Politique de confidentialité.",
+    ),
+    "de": (
+        "Startseite",
+        "Dokumentation",
+        "Downloads",
+        "Gemeinschaft",
+        "Kontakt",
+        "Diese Website verwendet Cookies. Akzeptieren?",
+        "Alle Rechte vorbehalten. Datenschutz. Impressum.",
+    ),
+    "es": (
+        "Inicio",
+        "Documentación",
+        "Descargas",
+        "Comunidad",
+        "Contacto",
+        "Este sitio utiliza cookies. ¿Aceptar?",
+        "Todos los derechos reservados. Política de privacidad.",
+    ),
+    "it": (
+        "Home",
+        "Documentazione",
+        "Download",
+        "Comunità",
+        "Contatti",
+        "Questo sito utilizza i cookie. Accettare?",
+        "Tutti i diritti riservati. Informativa sulla privacy.",
+    ),
 }
 NAMES = {"en": "english", "fr": "french", "de": "deutsch", "es": "espanol", "it": "italiano"}
 ISO3 = {"en": "eng", "fr": "fra", "de": "deu", "es": "spa", "it": "ita"}
@@ -107,8 +142,13 @@ def manuals(langs: list[str]) -> dict[str, list[Page]]:
         "aptitude": _collection("aptitude", langs, lambda lang: (ap / lang).glob("*.html")),
         "debref": _collection("debref", langs, lambda lang: dr.glob(f"*.{lang}.html")),
         "devref": _collection(
-            "devref", langs, lambda lang: [p for p in (dv if lang == "en" else dv / lang).glob("*.html")
-                                           if p.name not in ("search.html", "genindex.html")]
+            "devref",
+            langs,
+            lambda lang: [
+                p
+                for p in (dv if lang == "en" else dv / lang).glob("*.html")
+                if p.name not in ("search.html", "genindex.html")
+            ],
         ),
         "faq": _collection("faq", langs, lambda lang: (fq if lang == "en" else fq / lang).glob(f"*.{lang}.html")),
         "maint": _collection("maint", langs, maint),
@@ -181,8 +221,14 @@ def _http(status: str, headers: list[tuple[str, str]]):
 
 
 def _write(writer, url: str, body: bytes, ctype: str, status: str = "200 OK", extra=()) -> None:
-    writer.write_record(writer.create_warc_record(url, "request", payload=io.BytesIO(b""), http_headers=_http(
-        f"GET /{url.split('/', 3)[-1]} HTTP/1.1", [("Host", url.split("/")[2])])))
+    writer.write_record(
+        writer.create_warc_record(
+            url,
+            "request",
+            payload=io.BytesIO(b""),
+            http_headers=_http(f"GET /{url.split('/', 3)[-1]} HTTP/1.1", [("Host", url.split("/")[2])]),
+        )
+    )
     http = _http(status, [("Content-Type", ctype), *extra])
     writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http))
 
@@ -230,12 +276,21 @@ def build(out: Path, langs: list[str], copies: int, files: int, seed: int) -> di
             if site == "faq":  # served in Windows-1252 while the header says UTF-8
                 body = body.decode("utf-8").encode("cp1252", errors="xmlcharrefreplace")
             _write(w, url, body, ctype)
-            gold.write(json.dumps({"url": url, "lang": page.lang, "site": site_name,
-                                   "page": f"{copy}/{page.collection}/{page.name}"}) + "\n")
+            gold.write(
+                json.dumps(
+                    {"url": url, "lang": page.lang, "site": site_name, "page": f"{copy}/{page.collection}/{page.name}"}
+                )
+                + "\n"
+            )
             counts["pages"] += 1
             if rng.random() < 0.02:  # a print version: the same text and one line more
-                extra = "<p>Printed version of this page.</p>".encode()
-                _write(w, url + ("&" if "?" in url else "?") + "print=1", body.replace(b"</footer>", extra + b"</footer>"), ctype)
+                extra = b"<p>Printed version of this page.</p>"
+                _write(
+                    w,
+                    url + ("&" if "?" in url else "?") + "print=1",
+                    body.replace(b"</footer>", extra + b"</footer>"),
+                    ctype,
+                )
                 counts["near_duplicates"] += 1
             if rng.random() < 0.01:  # crawled twice
                 _write(w, url, body, ctype)
@@ -253,7 +308,11 @@ def build(out: Path, langs: list[str], copies: int, files: int, seed: int) -> di
     for h in handles:
         h.close()
     gold.close()
-    return {**counts, "files": files, "bytes": sum((out / f"crawl-{n:02d}.warc.gz").stat().st_size for n in range(files))}
+    return {
+        **counts,
+        "files": files,
+        "bytes": sum((out / f"crawl-{n:02d}.warc.gz").stat().st_size for n in range(files)),
+    }
 
 
 def install() -> None:

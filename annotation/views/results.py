@@ -12,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from mining.core.urlsignals import describe_pair
 from mining.models import DocumentPairCandidate, SentencePairCandidate
 from pcapp.permissions import staff_required
 
@@ -100,6 +101,10 @@ def document_pair(request: HttpRequest, pk: int) -> HttpResponse:
     pair_of_tgt = {a.tgt_id: a.pk for a in aligned}
     context = {
         "pair": pair,
+        "pair_docs": (pair.src, pair.tgt),
+        "url_evidence": describe_pair(pair.src.url, pair.tgt.url, pair.src.lang, pair.tgt.lang)
+        if pair.src.url and pair.tgt.url
+        else None,
         "src_rows": [(s, pair_of_src.get(s.pk)) for s in pair.src.sentences.order_by("position")],
         "tgt_rows": [(s, pair_of_tgt.get(s.pk)) for s in pair.tgt.sentences.order_by("position")],
         "aligned": [(a, mine.get(a.pk)) for a in aligned],

@@ -14,13 +14,23 @@ from rest_framework.views import APIView
 from pcapp.permissions import IsStaff
 
 from ..ingest.errors import ImportFailure
-from ..models import ImportJob
+from ..models import ImportJob, ImportPart
 from ..services.imports import import_job_create, import_job_enqueue, import_retry
 from ..services.jobs import BrokerUnavailable, JobStateError
-from ..services.uploads import SizeLimitUploadHandler, over_limit_message, save_uploads
+from ..services.uploads import SizeLimitUploadHandler, check_server_paths, over_limit_message, save_uploads
+
+
+class ImportPartOut(serializers.ModelSerializer):
+    """One file of a crawl import: its progress in bytes (done / total), its counts and skips, its error."""
+
+    class Meta:
+        model = ImportPart
+        fields = ["part_no", "status", "stage", "done", "total", "stats", "error", "started_at", "finished_at"]
 
 
 class ImportJobOut(serializers.ModelSerializer):
+    parts = ImportPartOut(many=True, read_only=True, help_text="Crawl imports: one per file.")
+
     class Meta:
         model = ImportJob
         fields = [
@@ -34,6 +44,7 @@ class ImportJobOut(serializers.ModelSerializer):
             "total",
             "stats",
             "error",
+            "parts",
             "created_at",
             "started_at",
             "finished_at",
@@ -43,7 +54,20 @@ class ImportJobOut(serializers.ModelSerializer):
 class ImportIn(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     format = serializers.ChoiceField(choices=ImportJob.Format.choices)
-    files = serializers.ListField(child=serializers.FileField(), allow_empty=False)
+    files = serializers.ListField(child=serializers.FileField(), required=False)
+    paths = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Files (or a folder) on the server to import instead of uploads: under PCAPP_DATA_DIR/crawls/ or a "
+        "folder of PCAPP_IMPORT_PATH_ROOTS (e.g. a crawler's WARC output).",
+    )
+    extractor = serializers.ChoiceField(choices=["resiliparse", "trafilatura"], required=False)
+
+    def validate(self, data: dict) -> dict:
+        if bool(data.get("files")) == bool(data.get("paths")):
+            raise serializers.ValidationError("give either files (uploads) or paths (files on the server)")
+        return data
+
     src_lang = serializers.CharField(required=False, allow_blank=True)
     tgt_lang = serializers.CharField(required=False, allow_blank=True)
     header = serializers.BooleanField(required=False, allow_null=True, default=None)
@@ -73,22 +97,27 @@ class ImportCreateApi(APIView):
             return Response(
                 {"detail": over_limit_message(self.limiter.limit)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
             )
-        data = {**raw.dict(), "files": request.FILES.getlist("files")} if hasattr(raw, "dict") else raw
+        data = (
+            {**raw.dict(), "files": request.FILES.getlist("files"), "paths": raw.getlist("paths")}
+            if hasattr(raw, "dict")
+            else raw
+        )
         ser = ImportIn(data=data)
         ser.is_valid(raise_exception=True)
         d = ser.validated_data
-        options = {k: d[k] for k in ("src_lang", "tgt_lang") if d.get(k)}
+        options = {k: d[k] for k in ("src_lang", "tgt_lang", "extractor") if d.get(k)}
         options.update(into=d["into"], header=d["header"])
         upload = None
         try:
             with transaction.atomic():
-                upload = save_uploads(d["files"], unzip=d["format"] == ImportJob.Format.FOLDER)
+                if d.get("paths"):
+                    paths, extra = check_server_paths(d["paths"]), {}
+                else:
+                    zipped = d["format"] in (ImportJob.Format.FOLDER, ImportJob.Format.HTML)
+                    upload = save_uploads(d["files"], unzip=zipped)
+                    paths, extra = upload.paths, upload.job_options()
                 job = import_job_create(
-                    corpus_name=d["name"],
-                    fmt=d["format"],
-                    paths=upload.paths,
-                    options={**options, **upload.job_options()},
-                    user=request.user,
+                    corpus_name=d["name"], fmt=d["format"], paths=paths, options={**options, **extra}, user=request.user
                 )
                 import_job_enqueue(job=job)
         except ImportFailure as exc:

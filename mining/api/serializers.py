@@ -100,7 +100,10 @@ class RunStartIn(serializers.Serializer):
     )
 
 
-RunCreateIn = type("RunCreateIn", (RunStartIn,), param_serializer_fields(SentenceRunParams))
+_SITE_FIELDS = {
+    k: v for k, v in param_serializer_fields(DocumentRunParams).items() if k in ("site_scope", "url_weight")
+}
+RunCreateIn = type("RunCreateIn", (RunStartIn,), {**param_serializer_fields(SentenceRunParams), **_SITE_FIELDS})
 RunCreateIn.__doc__ = "Start a run: what to mine and how (the parameters are SentenceRunParams', with its rules)."
 
 

@@ -298,3 +298,22 @@ def url_pairs(
     tgt = np.asarray(tgt_i, np.int64)
     order = np.lexsort((tgt, src))
     return UrlPairs(src[order], tgt[order], np.asarray(signal, np.float32)[order])
+
+
+def describe_pair(src_url: str, tgt_url: str, src_lang: str, tgt_lang: str) -> dict[str, object]:
+    """What the two URLs say about a document pair, for people: whether they differ only by language markers, the
+    markers (place and language) of each, and whether those agree with the documents' languages."""
+    a, b = url_markers(src_url), url_markers(tgt_url)
+    same_key = bool(a.langs) and bool(b.langs) and a.key == b.key and a.langs != b.langs
+    agrees = (
+        same_key
+        and set(a.langs) == {src_lang.split("-")[0].lower()}
+        and set(b.langs) == {tgt_lang.split("-")[0].lower()}
+    )
+    return {
+        "differ_only_by_markers": same_key,
+        "agrees": agrees,
+        "src_markers": [f"{p} {lang}" for p, lang in zip(a.places, a.langs, strict=True)],
+        "tgt_markers": [f"{p} {lang}" for p, lang in zip(b.places, b.langs, strict=True)],
+        "key": a.key if same_key else "",
+    }

@@ -159,6 +159,28 @@ def unpack_zip(path: Path, dest: Path, *, label: str | None = None) -> Path:
     return dest
 
 
+def import_path_roots() -> list[Path]:
+    """The folders an import may read files from by path (the API): PCAPP_DATA_DIR/crawls and
+    PCAPP_IMPORT_PATH_ROOTS."""
+    return [Path(settings.PCAPP_DATA_DIR) / "crawls", *(Path(p) for p in settings.PCAPP_IMPORT_PATH_ROOTS)]
+
+
+def check_server_paths(paths: list[str]) -> list[str]:
+    """The paths, resolved, when each is under one of `import_path_roots()`; ImportFailure naming the first that
+    is not (so the API cannot read arbitrary files of the server)."""
+    roots = [r.resolve() for r in import_path_roots()]
+    out = []
+    for raw in paths:
+        path = Path(raw).resolve()
+        if not any(path.is_relative_to(root) for root in roots):
+            allowed = ", ".join(str(r) for r in roots)
+            raise ImportFailure(
+                f"is not under a folder imports may read from ({allowed}; PCAPP_IMPORT_PATH_ROOTS)", path=raw
+            )
+        out.append(str(path))
+    return out
+
+
 def public_message(message: str, names: dict[str, str]) -> str:
     """`message` with every server path of an upload replaced by the name it was uploaded under (a file inside an
     unpacked zip: 'docs.zip/en/a.txt'), and any other upload path cut down to what follows the upload's folder."""

@@ -17,9 +17,12 @@ from pcapp.permissions import staff_required
 from ..forms_import import ImportForm
 from ..ingest.errors import ImportFailure
 from ..models import ImportJob, JobStatus
+from ..selectors.imports import crawl_import_view
 from ..services.imports import import_job_create, import_job_enqueue, import_retry
 from ..services.jobs import BrokerUnavailable, JobStateError
 from ..services.uploads import SizeLimitUploadHandler, over_limit_message, save_uploads
+
+ZIPPED = (ImportJob.Format.FOLDER, ImportJob.Format.HTML)  # a folder is uploaded as one .zip
 
 
 @csrf_exempt  # the limit handler must be installed before the body is read; CSRF is checked just below
@@ -45,9 +48,7 @@ def _import_start(request: HttpRequest, limiter: SizeLimitUploadHandler) -> Http
         upload = None
         try:
             with transaction.atomic():
-                upload = save_uploads(
-                    form.cleaned_data["files"], unzip=form.cleaned_data["format"] == ImportJob.Format.FOLDER
-                )
+                upload = save_uploads(form.cleaned_data["files"], unzip=form.cleaned_data["format"] in ZIPPED)
                 job = import_job_create(
                     corpus_name=form.cleaned_data["name"],
                     fmt=form.cleaned_data["format"],
@@ -93,12 +94,13 @@ def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if job is None:
         raise Http404("no such import")
     finished = job.status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+    context = {"job": job, "finished": finished, **crawl_import_view(job=job)}
     if getattr(request, "htmx", False):
-        response = render(request, "mining/import_detail.html#import-progress", {"job": job, "finished": finished})
+        response = render(request, "mining/import_detail.html#import-progress", context)
         if finished:
             response.status_code = HttpResponseStopPolling.status_code
         return response
-    return render(request, "mining/import_detail.html", {"job": job, "finished": finished})
+    return render(request, "mining/import_detail.html", context)
 
 
 @require_POST
