@@ -243,7 +243,13 @@ class CandidateFilterForm(forms.Form):
 class ExportForm(forms.Form):
     """Which pairs of a run to export, and in which format."""
 
-    FORMATS = [("tsv", "TSV"), ("moses", "Moses (two sides + scores)"), ("tmx", "TMX 1.4"), ("jsonl", "JSONL")]
+    FORMATS = [
+        ("tsv", "TSV"),
+        ("moses", "Moses (two sides + scores)"),
+        ("tmx", "TMX 1.4"),
+        ("jsonl", "JSONL"),
+        ("parquet", "Parquet (datasets tooling)"),
+    ]
     KEEP = [
         ("threshold", "Score at least the threshold"),
         ("good", "Labelled GOOD"),

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,10 +37,11 @@ from pcapp.celery import app as celery_app
 from ..models import MiningRun, RunKind, SentencePairCandidate
 from ..selectors import annotate_labels, kept_q, run_threshold
 from .export_documents import SENTENCE_ROW_FIELDS, DocumentKeep, bitext_rows, document_records
+from .export_parquet import write_parquet
 
 CHUNK = 2000
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-_FILE_NAME = re.compile(r"^run(\d+)-[a-z0-9]+-[0-9a-f]{10}\.(tsv|tmx|jsonl|zip)$")
+_FILE_NAME = re.compile(r"^run(\d+)-[a-z0-9]+-[0-9a-f]{10}\.(tsv|tmx|jsonl|zip|parquet)$")
 
 
 class ExportFormat(enum.Enum):
@@ -47,6 +49,7 @@ class ExportFormat(enum.Enum):
     MOSES = "moses"
     TMX = "tmx"
     JSONL = "jsonl"
+    PARQUET = "parquet"
 
 
 class KeepMode(enum.Enum):
@@ -89,15 +92,16 @@ def _document_keep(run: MiningRun, rule: KeepRule) -> DocumentKeep:
     )
 
 
-def _rows(run: MiningRun, rule: KeepRule) -> Iterator[tuple]:
+def export_rows(run: MiningRun, rule: KeepRule) -> Iterator[tuple]:
     """Export rows: rank, src id, tgt id, src, tgt, score, cosine, confidence, filter reason, n_good, n_bad, the
-    calibration model as (id, name, version) or None (joined in the same query, so no query per row), and the document
-    pair (a dict with its documents' ids and rank) for a document run's rows, else None."""
+    calibration model as (id, name, version) or None (joined in the same query, so no query per row), the document
+    pair (a dict with its documents' ids and rank) for a document run's rows, else None, and the two documents' URLs
+    (source, target; '' where a document has none)."""
     if run.kind == RunKind.DOCUMENT:
         yield from bitext_rows(run=run, rule=_document_keep(run, rule))
         return
     for row in export_queryset(run=run, rule=rule).iterator(chunk_size=CHUNK):
-        yield (*row[:11], None if row[11] is None else row[11:], None)
+        yield (*row[:11], None if row[11] is None else row[11:14], None, row[14:16])
 
 
 def _calibration(model: tuple | None) -> str:
@@ -125,7 +129,7 @@ def _tsv(run: MiningRun, rule: KeepRule) -> Iterator[str]:
     """src, tgt, score, cosine, confidence, calibration, label (and for a document run the source and target
     documents' ids): one pair per line, tabs and newlines in text become spaces; confidence and calibration are
     empty when no calibration was applied."""
-    for _rank, _s, _t, src, tgt, score, cos, conf, _f, g, b, cal, doc in _rows(run, rule):
+    for _rank, _s, _t, src, tgt, score, cos, conf, _f, g, b, cal, doc, _urls in export_rows(run, rule):
         docs = "" if doc is None else f"\t{_one_line(doc['src'])}\t{_one_line(doc['tgt'])}"
         yield (
             f"{_one_line(src)}\t{_one_line(tgt)}\t{score:.6f}\t{cos:.6f}\t{_conf(conf)}\t{_calibration(cal)}\t"
@@ -140,11 +144,11 @@ def _moses(run: MiningRun, rule: KeepRule, side: str) -> Iterator[str]:
     """One side of the bitext, one sentence per line (line n of every side is pair n); the `scores` side holds
     rank, score, cosine, confidence and calibration, tab-separated."""
     if side == "scores":
-        for rank, _s, _t, _src, _tgt, score, cos, conf, _f, _g, _b, cal, _doc in _rows(run, rule):
+        for rank, _s, _t, _src, _tgt, score, cos, conf, _f, _g, _b, cal, _doc, _urls in export_rows(run, rule):
             yield f"{rank}\t{score:.6f}\t{cos:.6f}\t{_conf(conf)}\t{_calibration(cal)}\n"
         return
     column = 3 if side == "src" else 4
-    for row in _rows(run, rule):
+    for row in export_rows(run, rule):
         yield _one_line(row[column]) + "\n"
 
 
@@ -165,7 +169,7 @@ def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
         f'<prop type="x-run">{run.pk}</prop><prop type="x-encoder">{_xml(_encoder_name(run))}</prop>'
         f'<prop type="x-keep">{_xml(json.dumps(rule.as_dict()))}</prop>\n</header>\n<body>\n'
     )
-    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal, doc in _rows(run, rule):
+    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal, doc, urls in export_rows(run, rule):
         props = [
             ("x-run", run.pk),
             ("x-rank", rank),
@@ -184,6 +188,7 @@ def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
             props.append(("x-filter", reason))
         if doc is not None:
             props += [("x-src-doc", doc["src"]), ("x-tgt-doc", doc["tgt"]), ("x-doc-rank", doc["rank"])]
+        props += [(name, url) for name, url in zip(("x-src-url", "x-tgt-url"), urls, strict=True) if url]
         prop_xml = "".join(f'<prop type="{t}">{_xml(str(v))}</prop>' for t, v in props)
         yield (
             f'<tu tuid="{run.pk}-{rank}">{prop_xml}'
@@ -200,7 +205,7 @@ def _jsonl(run: MiningRun, rule: KeepRule) -> Iterator[str]:
         for record in document_records(run=run, rule=_document_keep(run, rule), encoder=encoder):
             yield json.dumps(record, ensure_ascii=False) + "\n"
         return
-    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal, _doc in _rows(run, rule):
+    for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal, _doc, urls in export_rows(run, rule):
         yield (
             json.dumps(
                 {
@@ -219,6 +224,7 @@ def _jsonl(run: MiningRun, rule: KeepRule) -> Iterator[str]:
                     "calibration": None if cal is None else dict(zip(("id", "name", "version"), cal, strict=True)),
                     "filter_reason": reason,
                     "labels": {"good": g, "bad": b},
+                    **({"src_url": urls[0], "tgt_url": urls[1]} if any(urls) else {}),
                 },
                 ensure_ascii=False,
             )
@@ -226,8 +232,19 @@ def _jsonl(run: MiningRun, rule: KeepRule) -> Iterator[str]:
         )
 
 
+def parquet_chunks(*, run: MiningRun, rule: KeepRule, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """The Parquet export as bytes: written to a temporary file (Parquet's footer comes last), then read back."""
+    with tempfile.TemporaryFile() as fh:
+        write_parquet(export_rows(run, rule), fh, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang)
+        fh.seek(0)
+        while block := fh.read(chunk):
+            yield block
+
+
 def export_stream(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> Iterator[str]:
-    """The export as text chunks (Moses: one `side`, 'src', 'tgt' or 'scores')."""
+    """The export as text chunks (Moses: one `side`, 'src', 'tgt' or 'scores'; Parquet: bytes)."""
+    if fmt is ExportFormat.PARQUET:
+        return parquet_chunks(run=run, rule=rule)  # type: ignore[return-value]
     if fmt is ExportFormat.TSV:
         return _tsv(run, rule)
     if fmt is ExportFormat.MOSES:
@@ -244,6 +261,7 @@ CONTENT_TYPES = {
     ExportFormat.MOSES: "text/plain; charset=utf-8",
     ExportFormat.TMX: "application/x-tmx+xml; charset=utf-8",
     ExportFormat.JSONL: "application/x-ndjson; charset=utf-8",
+    ExportFormat.PARQUET: "application/vnd.apache.parquet",
 }
 
 
@@ -308,7 +326,10 @@ def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> t
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     n = 0
-    if fmt is ExportFormat.MOSES:
+    if fmt is ExportFormat.PARQUET:
+        with tmp.open("wb") as fh:
+            n = write_parquet(export_rows(run, rule), fh, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang)
+    elif fmt is ExportFormat.MOSES:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for side in MOSES_SIDES:
                 with zf.open(export_filename(run=run, rule=rule, fmt=fmt, side=side), "w") as fh:

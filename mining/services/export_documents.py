@@ -37,6 +37,8 @@ SENTENCE_ROW_FIELDS = (
     "calibration_id",
     "calibration__name",
     "calibration__version",
+    "src__document__url",
+    "tgt__document__url",
 )
 
 CHUNK = 500
@@ -100,7 +102,7 @@ def _doc(row: dict[str, Any]) -> dict[str, Any]:
 
 def aligned_sentence_rows(*, run: MiningRun, align: MiningRun, rule: DocumentKeep) -> Iterator[tuple]:
     """The alignment run's sentence pairs inside the kept document pairs, by document-pair rank then bead rank, in
-    the shape of `export`'s rows plus (doc-pair id, its document ids and rank)."""
+    the shape of `export`'s rows: ..., (doc-pair id, its document ids and rank), (source URL, target URL)."""
     kept = kept_document_pairs(run=run, rule=rule).values("pk")
     qs = SentencePairCandidate.objects.filter(run=align, doc_pair__in=kept)
     if not rule.include_filtered:
@@ -115,7 +117,7 @@ def aligned_sentence_rows(*, run: MiningRun, align: MiningRun, rule: DocumentKee
     )
     for row in qs.values_list(*fields).iterator(chunk_size=CHUNK):
         cal = None if row[11] is None else row[11:14]
-        yield (*row[:11], cal, {"id": row[14], "src": row[15], "tgt": row[16], "rank": row[17]})
+        yield (*row[:11], cal, {"id": row[16], "src": row[17], "tgt": row[18], "rank": row[19]}, row[14:16])
 
 
 def _texts(doc_ids: set[int]) -> dict[int, str]:
@@ -147,6 +149,7 @@ def document_text_rows(*, run: MiningRun, rule: DocumentKeep) -> Iterator[tuple]
                 r["n_bad"],
                 None,
                 {"id": r["pk"], **_doc(r)},
+                (r["src__url"], r["tgt__url"]),
             )
 
 

@@ -8,7 +8,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from mining.models import JobStatus, MiningRun, RunKind
 from mining.selectors import run_threshold_info
-from mining.services.export import MOSES_SIDES, ExportFormat, KeepMode, KeepRule, export_stream
+from mining.services.export import MOSES_SIDES, ExportFormat, KeepMode, KeepRule, export_rows, export_stream
+from mining.services.export_parquet import write_parquet
 
 TSV_HEADER = "src\ttgt\tscore\tcosine\tconfidence\tcalibration\tlabel\n"
 
@@ -39,6 +40,15 @@ class Command(BaseCommand):
             raise CommandError(f"run {run.pk} is {run.get_status_display().lower()}: export it once it has succeeded")
         rule = KeepRule(mode=KeepMode(o["keep"]), threshold=o["threshold"], include_filtered=o["include_filtered"])
         fmt = ExportFormat(o["format"])
+        if fmt is ExportFormat.PARQUET:
+            if o["out"] == "-":
+                raise CommandError("Parquet is a binary file: give a file name, not -")
+            with Path(o["out"]).open("wb") as fh:
+                n = write_parquet(
+                    export_rows(run, rule), fh, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang
+                )
+            self.stderr.write(f"run {run.pk}: {n} pair{'s' if n != 1 else ''} ({o['keep']}) written to {o['out']}")
+            return
         if fmt is ExportFormat.MOSES:
             if o["out"] == "-":
                 raise CommandError("Moses writes one file per side: give a file name, not -")

@@ -79,7 +79,7 @@ def test_moses_scores_side_is_line_aligned_with_the_text_sides(staff_client):
     assert sides["scores"] == lines and sides["en"] == ["source 0", "source 1", "source 2"]
 
 
-@pytest.mark.parametrize("fmt", list(ExportFormat))
+@pytest.mark.parametrize("fmt", [f for f in ExportFormat if f is not ExportFormat.PARQUET])  # text formats
 def test_export_reads_the_calibration_without_a_query_per_row(fmt):
     counts = []
     for n in (2, 30):
@@ -103,4 +103,21 @@ def test_candidates_api_carries_the_calibration(staff_user):
     assert first["confidence"] == pytest.approx(0.8)
     assert first["calibration"] == {"id": model.pk, "name": "calibration-en-fr", "version": 3}
     assert last["confidence"] is None and last["calibration"] is None
+    assert counts[0] == counts[1]
+
+
+def test_parquet_export_holds_every_pair_in_a_constant_number_of_queries():
+    import io
+
+    import pyarrow.parquet as pq
+
+    counts = []
+    for n in (2, 30):
+        run, _ = calibrated_run(n)
+        with CaptureQueriesContext(connection) as ctx:
+            data = b"".join(export_stream(run=run, rule=KeepRule(mode=KeepMode.THRESHOLD), fmt=ExportFormat.PARQUET))
+        counts.append(len(ctx))
+        table = pq.read_table(io.BytesIO(data))
+        assert table.num_rows == n and table.column("rank").to_pylist() == list(range(1, n + 1))
+        assert table.column("confidence").to_pylist()[0] == pytest.approx(0.8)
     assert counts[0] == counts[1]
