@@ -10,6 +10,8 @@ computed, so a run that reuses the cache and one that computed everything afresh
 
 from __future__ import annotations
 
+import re
+
 import logging
 import os
 from collections.abc import Callable
@@ -26,10 +28,11 @@ logger = logging.getLogger(__name__)
 SHARD_SIZE = 50_000
 
 
-def embeddings_dir(corpus: Corpus, encoder: Artefact, lang: str) -> Path:
-    """Folder of the embedding shards of one corpus side under one encoder."""
+def embeddings_dir(corpus: Corpus, encoder: Artefact, lang: str, site: str = "") -> Path:
+    """Folder of the embedding shards of one corpus side under one encoder (of one site's pages, when given)."""
     root = Path(settings.PCAPP_DATA_DIR) / "embeddings" / f"corpus-{corpus.pk}"
-    return root / f"{encoder.name}-v{encoder.version}" / lang
+    name = f"{lang}-site-{re.sub(r'[^a-z0-9.-]', '_', site.lower())}" if site else lang
+    return root / f"{encoder.name}-v{encoder.version}" / name
 
 
 @dataclass(frozen=True)
@@ -44,13 +47,13 @@ class Side:
         return len(self.texts)
 
 
-def side_sentences(corpus: Corpus, lang: str, *, dedup: bool = True) -> Side:
-    """The sentences of one corpus side; with `dedup`, only the first sentence of each normalised text."""
-    rows = (
-        Sentence.objects.filter(corpus=corpus, lang=lang)
-        .order_by("id")
-        .values_list("id", "norm_hash", "text", "detected_lang")
-    )
+def side_sentences(corpus: Corpus, lang: str, *, dedup: bool = True, site: str = "") -> Side:
+    """The sentences of one corpus side (of the pages of one `site`, a registered domain, when given); with `dedup`,
+    only the first sentence of each normalised text."""
+    sentences = Sentence.objects.filter(corpus=corpus, lang=lang)
+    if site:
+        sentences = sentences.filter(document__site=site)
+    rows = sentences.order_by("id").values_list("id", "norm_hash", "text", "detected_lang")
     ids: list[int] = []
     texts: list[str] = []
     detected: list[str] = []

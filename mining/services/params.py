@@ -200,6 +200,11 @@ class SentenceRunParams(RunParams):
     threshold: float | None = param(None, "Keep pairs scoring at least this (blank: keep all).")
     filters: bool = param(True, "Apply the pre-filters (language, length ratio, numbers, copies).", label="Pre-filters")
     nprobe: int = param(16, "Inverted lists an IVF search visits per query.", lo=1, hi=4096, label="IVF nprobe")
+    site: str = param(
+        "",
+        "Mine only the sentences of this site's pages (a registered domain of a crawled corpus; blank: all).",
+        label="Site",
+    )
 
 
 def same_as(params: type[RunParams], name: str) -> Any:

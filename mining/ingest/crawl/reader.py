@@ -25,6 +25,7 @@ from .sites import site_of
 
 MAX_URL_ID = 500  # Document.external_id's length
 MIXED_SHARE = 0.1  # a second language with at least this share of a page's text makes it a mixed page
+PAGE_SAMPLE = 1500  # characters of a page's text its language is identified on
 _SAVED_FROM = re.compile(rb"<!--\s*saved from url=\(\d+\)(\S+?)\s*-->", re.I)
 _CANONICAL = re.compile(rb"<link[^>]+rel=[\"']?canonical[\"']?[^>]*href=[\"']([^\"']+)[\"']", re.I)
 _OG_URL = re.compile(rb"<meta[^>]+property=[\"']og:url[\"'][^>]*content=[\"']([^\"']+)[\"']", re.I)
@@ -108,8 +109,8 @@ class PageBuilder:
 
     def build(self, raws: list[RawPage]) -> list[CrawlPage | Skip]:
         """The batch's pages (or why each was skipped), in order. Language id runs twice per batch: on each page's
-        first 600 characters (the language its sentences are split in), then on every sentence (stored as the
-        sentence's detected language; the page's language is the one most of its text is in)."""
+        first PAGE_SAMPLE characters (the page's language, which its sentences are split in), then on every sentence
+        (stored as the sentence's detected language, and the page's share of each language)."""
         out: list[CrawlPage | Skip | None] = []
         ready: list[tuple[int, RawPage, str, str, int, bool]] = []
         for raw in raws:
@@ -120,16 +121,16 @@ class PageBuilder:
             title, text, fixed, chash = got
             ready.append((len(out), raw, title, text, chash, fixed))
             out.append(None)
-        first = detect_languages([item[3][:600] for item in ready]) if ready else []
+        first = detect_languages([item[3][:PAGE_SAMPLE] for item in ready]) if ready else []
         split = [
             _sentences(item[3], lang or "en", self.options.max_chars, self.stats)
             for item, lang in zip(ready, first, strict=True)
         ]
         codes = detect_languages([s for sentences in split for s in sentences]) if ready else []
         at = 0
-        for item, sentences in zip(ready, split, strict=True):
+        for item, sentences, lang in zip(ready, split, first, strict=True):
             slot, raw, title, _, chash, fixed = item
-            out[slot] = self._page(raw, title, sentences, codes[at : at + len(sentences)], chash, fixed)
+            out[slot] = self._page(raw, title, sentences, codes[at : at + len(sentences)], chash, fixed, lang)
             at += len(sentences)
         return [o for o in out if o is not None]
 
@@ -157,12 +158,14 @@ class PageBuilder:
         return title, text, fixed, chash
 
     def _page(
-        self, raw: RawPage, title: str, sentences: list[str], codes: list[str], chash: int, fixed: bool
+        self, raw: RawPage, title: str, sentences: list[str], codes: list[str], chash: int, fixed: bool, first: str
     ) -> CrawlPage | Skip:
+        """`first`: the language of the page's first PAGE_SAMPLE characters, which is the page's language (more
+        reliable than a vote of its sentences, short ones being often misread); else the sentences' majority."""
         if not sentences:
             return self._skip(raw, "no_text", "no sentence in its main text")
         shares = _languages(sentences, codes)
-        lang = next((code for code in shares if code), "")
+        lang = first or next((code for code in shares if code), "")
         if not lang:
             return self._skip(raw, "unknown_language", "no language identified in its text")
         host, site = site_of(raw.url)

@@ -50,7 +50,7 @@ def side_embedding(ctx: Ctx, side: str, j: int) -> np.ndarray:
     plan = ctx.need_plan
     start, stop = (plan.src_shards if side == "src" else plan.tgt_shards)[j]
     corpus, lang = side_corpus(ctx, side)
-    path = shard_path(embeddings_dir(corpus, ctx.run.encoder, lang), j)
+    path = shard_path(embeddings_dir(corpus, ctx.run.encoder, lang, ctx.params.site), j)
     emb = load_shard(path, side_ids(ctx, side)[start:stop])
     if emb is None:
         raise ShardError(f"embedding shard {path} is missing or holds other sentences; retry the run")

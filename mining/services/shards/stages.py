@@ -37,12 +37,13 @@ def _stage_plan(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     if run.encoder is None:
         MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
         run.refresh_from_db()
-    src = side_sentences(run.src_corpus, run.src_lang)
-    tgt = side_sentences(run.tgt_corpus, run.tgt_lang)
+    site = ctx.params.site
+    src = side_sentences(run.src_corpus, run.src_lang, site=site)
+    tgt = side_sentences(run.tgt_corpus, run.tgt_lang, site=site)
     if len(src) == 0 or len(tgt) == 0:
         raise ValueError(
             f"nothing to mine: {len(src)} '{run.src_lang}' sentences in {run.src_corpus}, "
-            f"{len(tgt)} '{run.tgt_lang}' sentences in {run.tgt_corpus}"
+            f"{len(tgt)} '{run.tgt_lang}' sentences in {run.tgt_corpus}" + (f" on site '{site}'" if site else "")
         )
     for side, ids in (("src", src.ids), ("tgt", tgt.ids)):
         write_atomic(ctx.folder / "plan" / f"{side}_ids.npy", lambda tmp, ids=ids: save_npy(tmp, ids))
@@ -64,7 +65,7 @@ def _stage_embed(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     start, stop = (plan.src_shards if side == "src" else plan.tgt_shards)[j]
     ids = side_ids(ctx, side)[start:stop]
     corpus, lang = side_corpus(ctx, side)
-    folder = embeddings_dir(corpus, ctx.run.encoder, lang)
+    folder = embeddings_dir(corpus, ctx.run.encoder, lang, ctx.params.site)
     folder.mkdir(parents=True, exist_ok=True)
     path = shard_path(folder, j)
     if load_shard(path, ids) is not None:
