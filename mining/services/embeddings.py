@@ -10,10 +10,9 @@ computed, so a run that reuses the cache and one that computed everything afresh
 
 from __future__ import annotations
 
-import re
-
 import logging
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
