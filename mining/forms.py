@@ -67,8 +67,9 @@ def param_form_fields(
             continue
         help_text = f"{note} {spec.describe()}".strip()
         common = {"required": False, "label": spec.label, "help_text": help_text, "initial": spec.initial}
-        if spec.choices:
-            fields[spec.name] = ParamChoiceField(choices=spec.choices, **common)
+        if spec.choices:  # an optional choice offers its blank ("the default") first
+            blank = [("", "(default)")] if spec.optional else []
+            fields[spec.name] = ParamChoiceField(choices=blank + spec.choices, **common)
         elif spec.kind is bool:
             fields[spec.name] = forms.BooleanField(**common)
         elif spec.kind is int:

@@ -22,6 +22,20 @@ DE = (
 )
 
 
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+DATA = Path(__file__).resolve().parents[2] / "data" / "import"
+
+
+def admin_pages() -> list[tuple[str, str]]:
+    """Eight (English, French) page texts of five sentence pairs each, from the Django admin's translations."""
+    lines = [line.split("\t") for line in (DATA / "admin-en-fr.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    pairs = [(en.strip(), fr.strip()) for en, fr in lines if en.strip() and fr.strip()]
+    return [
+        (" ".join(en for en, _ in pairs[i : i + 5]), " ".join(fr for _, fr in pairs[i : i + 5]))
+        for i in range(0, 40, 5)
+    ]
+
+
 def page(title: str, text: str, *, nav: str = "Home | About | Contact", charset: str = "utf-8") -> str:
     """An HTML page with navigation, a cookie banner and a footer around its main text."""
     paras = "".join(f"<p>{p}</p>" for p in text.split("\n\n"))

@@ -13,9 +13,7 @@ import pytest
 from mining.models import Corpus, Document, ImportPart, JobStatus, Sentence
 from mining.services.imports import import_execute, import_job_create
 
-from .crawl_warc import DE, EN, FR, Warc, page
-
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+from .crawl_warc import DE, EN, FR, PNG, Warc, page
 
 
 def _import(paths: list[Path], name: str = "crawl", **options):

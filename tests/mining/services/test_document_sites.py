@@ -12,26 +12,14 @@ from mining.services.imports import import_execute, import_job_create
 from mining.services.runs import run_create
 from pcapp.jobs import execute_job
 from tests.conftest import wait_for
-from tests.mining.importers.crawl_warc import Warc, page
-
-DATA = Path(__file__).resolve().parents[2] / "data" / "import"
-
-
-def _pages() -> list[tuple[str, str]]:
-    """Eight (English, French) page texts of five sentence pairs each, from the Django admin's translations."""
-    lines = [line.split("\t") for line in (DATA / "admin-en-fr.tsv").read_text(encoding="utf-8").splitlines()]
-    pairs = [(en.strip(), fr.strip()) for en, fr in lines if en.strip() and fr.strip()]
-    return [
-        (" ".join(en for en, _ in pairs[i : i + 5]), " ".join(fr for _, fr in pairs[i : i + 5]))
-        for i in range(0, 40, 5)
-    ]
+from tests.mining.importers.crawl_warc import Warc, admin_pages, page
 
 
 def crawl_corpus(tmp_path: Path):
     """Two sites: docs.site-a.org marks languages in the path, www.site-b.net names pages at random."""
     w = Warc(tmp_path / "crawl.warc.gz")
     gold = {}
-    for n, (en, fr) in enumerate(_pages()):
+    for n, (en, fr) in enumerate(admin_pages()):
         if n < 4:
             src, tgt = f"https://docs.site-a.org/en/page{n}.html", f"https://docs.site-a.org/fr/page{n}.html"
         else:
