@@ -62,3 +62,35 @@ def test_bad_language_is_a_400_naming_it(staff_user):
         format="multipart",
     )
     assert response.status_code == 400 and "unknown language code 'klingon'" in response.json()["detail"]
+
+
+def test_a_crawl_is_imported_by_path_only_under_the_allowed_folders(staff_user, settings, tmp_path):
+    from mining.services.imports import import_execute
+
+    from ..importers.crawl_warc import EN, Warc, page
+
+    crawls = Path(settings.PCAPP_DATA_DIR) / "crawls"
+    crawls.mkdir(parents=True)
+    w = Warc(crawls / "a.warc.gz")
+    w.response("https://s.org/en/a", page("A", EN))
+    w.close()
+    client = _client(staff_user)
+    response = client.post(
+        "/api/corpora/import/",
+        {"name": "c", "format": "warc", "paths": [str(crawls / "a.warc.gz")]},
+        format="multipart",
+    )
+    assert response.status_code == 202, response.content
+    job = import_execute(job=ImportJob.objects.get(pk=response.json()["id"]))
+    assert job.status == "succeeded", job.error
+    status = client.get(f"/api/imports/{job.pk}/").json()
+    assert [(p["part_no"], p["status"], p["stats"]["documents"]) for p in status["parts"]] == [(0, "succeeded", 1)]
+    outside = tmp_path / "b.warc.gz"
+    outside.write_bytes((crawls / "a.warc.gz").read_bytes())
+    response = client.post(
+        "/api/corpora/import/", {"name": "d", "format": "warc", "paths": [str(outside)]}, format="multipart"
+    )
+    assert response.status_code == 400
+    assert "is not under a folder imports may read from" in response.json()["detail"]
+    both = client.post("/api/corpora/import/", {"name": "e", "format": "warc"}, format="multipart")
+    assert both.status_code == 400 and "either files" in str(both.json())

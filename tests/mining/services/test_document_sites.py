@@ -90,3 +90,42 @@ def test_a_site_restricted_run_spreads_over_real_workers(celery_workers, tmp_pat
     assert sorted(done.values_list("stage", "shard_no")) == [("match", 0), ("match", 1), ("plan", 0), ("write", 0)]
     owners = set(done.values_list("lease_owner", flat=True))
     assert owners <= {celery_workers.owner(w) for w in workers}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sentence_run_mines_one_sites_pages_and_exports_carry_urls(tmp_path):
+    import io
+    import json
+
+    import pyarrow.parquet as pq
+
+    from mining.models import SentencePairCandidate
+    from mining.services.export import ExportFormat, KeepMode, KeepRule, export_stream
+
+    corpus, _ = crawl_corpus(tmp_path)
+    run = run_create(
+        kind=RunKind.SENTENCE,
+        src_corpus=corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        params={"site": "site-a.org"},
+        enqueue=False,
+    )
+    execute_job(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED, run.error
+    pairs = SentencePairCandidate.objects.filter(run=run).select_related("src__document", "tgt__document")
+    assert pairs.count() > 0
+    assert {p.src.document.site for p in pairs} == {p.tgt.document.site for p in pairs} == {"site-a.org"}
+    rule = KeepRule(mode=KeepMode.THRESHOLD, threshold=-1e9, include_filtered=True)
+    records = [
+        json.loads(line) for line in "".join(export_stream(run=run, rule=rule, fmt=ExportFormat.JSONL)).splitlines()
+    ]
+    assert all(r["src_url"].startswith("https://docs.site-a.org/en/") for r in records)
+    assert all(r["tgt_url"].startswith("https://docs.site-a.org/fr/") for r in records)
+    tmx = "".join(export_stream(run=run, rule=rule, fmt=ExportFormat.TMX))
+    assert tmx.count('<prop type="x-src-url">https://docs.site-a.org/en/') == len(records)
+    table = pq.read_table(io.BytesIO(b"".join(export_stream(run=run, rule=rule, fmt=ExportFormat.PARQUET))))
+    assert table.num_rows == len(records)
+    assert table.column("tgt_url").to_pylist() == [r["tgt_url"] for r in records]
+    assert table.column("translation").to_pylist()[0] == {"en": records[0]["src"], "fr": records[0]["tgt"]}
