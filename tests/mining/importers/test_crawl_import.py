@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mining.models import Corpus, Document, ImportPart, JobStatus, Sentence
+from mining.models import Corpus, Document, ImportJob, ImportPart, JobStatus, Sentence
 from mining.services.imports import import_execute, import_job_create
 
 from .crawl_warc import DE, EN, FR, PNG, Warc, page
@@ -210,3 +210,27 @@ def test_a_folder_of_saved_pages(tmp_path):
         ("http://www.example.org/fr/a.html", "example.org", "fr"),
         ("https://blog.example.net/en/b", "example.net", "en"),
     ]
+
+
+@pytest.mark.worker
+def test_a_crawls_files_are_imported_by_the_workers(celery_workers, tmp_path):
+    from mining.services.imports import import_job_enqueue
+    from tests.conftest import wait_for
+
+    paths = []
+    for n in range(4):
+        w = Warc(tmp_path / f"part-{n}.warc.gz")
+        w.response(f"https://s{n}.example.org/en/a", page(f"A{n}", EN.replace("fox", f"fox number {n}")))
+        w.response(f"https://s{n}.example.org/fr/a", page(f"A{n}", FR.replace("renard", f"renard numéro {n}")))
+        paths.append(w.close())
+    workers = celery_workers.start(2)
+    job = import_job_create(corpus_name="shared", fmt="warc", paths=[str(p) for p in paths])
+    import_job_enqueue(job=job)
+    assert wait_for(lambda: ImportJob.objects.get(pk=job.pk).is_finished, timeout=180), "the import did not finish"
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.stats["documents"] == 8 and job.stats["files"] == 4
+    parts = ImportPart.objects.filter(job=job)
+    assert sorted(parts.values_list("part_no", "status")) == [(n, JobStatus.SUCCEEDED) for n in range(4)]
+    assert set(parts.values_list("lease_owner", flat=True)) <= {celery_workers.owner(p) for p in workers}
+    assert Document.objects.filter(corpus=job.corpus).count() == 8
