@@ -4,7 +4,8 @@ leave-one-site-out. No database: the WARC files are read with the importer's rea
 
 Rows (per language pair; sites and pages counted): P@1 (share of gold source pages whose kept pair is their gold
 translation), pair precision / recall / F1 of the kept pairs against the gold pairs, and the seconds the matching took
-(embeddings given). The weight of the URL signal is picked for each site on the other sites only (grid
+(embeddings given; the sentence-vote rows time the method whose sentence kNN runs over every target sentence, the
+cost that falls with the number of sites). The weight of the URL signal is picked for each site on the other sites only (grid
 `URL_GRID`, best summed P@1 over them), then that site is scored with it: the "URL weight LOCO" row never scores a
 site with a weight tuned on it. A per-site table shows what the signal adds or costs by URL scheme.
 """
@@ -65,34 +66,48 @@ def side_of(pages: list[CrawlPage], lang: str) -> Side:
     )
 
 
-def gold_pairs(folder: Path, src: Side, tgt: Side) -> dict[int, int]:
-    """source index -> target index of the pages that translate each other (same gold page id)."""
-    page_of = {}
+def gold_pairs(folder: Path, src: Side, tgt: Side, src_lang: str = "en", tgt_lang: str = "") -> dict[int, int]:
+    """source index -> target index of the pages that translate each other (same gold page id), counting only pages
+    published as the side's language (a German page left in English, detected as English, is no English source)."""
+    page_of: dict[str, tuple[str, str]] = {}
     with (folder / "gold.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
             row = json.loads(line)
-            page_of[row["url"]] = row["page"]
-    by_page = {page_of[u]: j for j, u in enumerate(tgt.urls) if u in page_of}
-    return {i: by_page[page_of[u]] for i, u in enumerate(src.urls) if u in page_of and page_of[u] in by_page}
+            page_of[row["url"]] = (row["page"], row["lang"])
+    tgt_lang = tgt_lang or (tgt.langs[0] if tgt.langs else "")
+    by_page = {page_of[u][0]: j for j, u in enumerate(tgt.urls) if u in page_of and page_of[u][1] == tgt_lang}
+    return {
+        i: by_page[page_of[u][0]]
+        for i, u in enumerate(src.urls)
+        if u in page_of and page_of[u][1] == src_lang and page_of[u][0] in by_page
+    }
 
 
-def _matcher(src: Documents, tgt: Documents, config: DocMatchConfig, urls) -> DocumentMatch:
+def _matcher(src: Documents, tgt: Documents, config: DocMatchConfig, urls, method=DocMethod.RERANK) -> DocumentMatch:
     stats = (document_stats(src.sentences, src.offsets), document_stats(tgt.sentences, tgt.offsets))
-    return match_documents(DocMethod.RERANK, src, tgt, config, doc_stats=stats, urls=urls)
+    return match_documents(method, src, tgt, config, doc_stats=stats, urls=urls)
 
 
-def run(src: Side, tgt: Side, *, within_sites: bool, url_weight: float, groups=None) -> tuple[DocumentMatch, float]:
-    """Match (rerank, Sentence-Avg retrieval, default pre-filter and vote weight); returns the result and seconds."""
+def _vote(src: Documents, tgt: Documents, config: DocMatchConfig, urls) -> DocumentMatch:
+    return _matcher(src, tgt, config, urls, DocMethod.SENTENCE_VOTE)
+
+
+def run(
+    src: Side, tgt: Side, *, within_sites: bool, url_weight: float, groups=None, vote: bool = False
+) -> tuple[DocumentMatch, float]:
+    """Match (rerank, Sentence-Avg retrieval, default pre-filter and vote weight; or full sentence-vote, whose
+    sentence kNN over every target sentence grows with both sides); returns the result and seconds."""
     config = replace(DocMatchConfig(), url_weight=url_weight)
+    matcher = _vote if vote else _matcher
     urls = (src.urls, tgt.urls, src.langs, tgt.langs) if url_weight > 0 else None
     t0 = time.perf_counter()
     if within_sites:
         result = match_groups(
-            src.documents(), tgt.documents(), groups or site_groups(src.sites, tgt.sites), config, _matcher, urls=urls
+            src.documents(), tgt.documents(), groups or site_groups(src.sites, tgt.sites), config, matcher, urls=urls
         )
     else:
         pairs = url_pairs(*urls) if urls else None
-        result = _matcher(src.documents(), tgt.documents(), config, pairs)
+        result = matcher(src.documents(), tgt.documents(), config, pairs)
     return result, time.perf_counter() - t0
 
 
@@ -138,7 +153,7 @@ def crawl_rows(folder: Path, lang: str, encode, extractor: Extractor) -> list[st
     src, tgt = side_of(pages, "en"), side_of(pages, lang)
     src.emb = encode(src.sentences, "en")
     tgt.emb = encode(tgt.sentences, lang)
-    gold = gold_pairs(folder, src, tgt)
+    gold = gold_pairs(folder, src, tgt, "en", lang)
     groups = site_groups(src.sites, tgt.sites)
     head = (
         f"en-{lang}, {extractor.value}: {len(set(src.sites) | set(tgt.sites))} sites, {len(src.urls)} en + "
@@ -153,6 +168,13 @@ def crawl_rows(folder: Path, lang: str, encode, extractor: Extractor) -> list[st
         ("within sites, URL weight 0.2", True, 0.2),
     ):
         result, secs = run(src, tgt, within_sites=within, url_weight=w, groups=groups)
+        s = scores(result, gold)
+        lines.append(
+            f"{name:34} {100 * s['p_at_1']:6.2f} {100 * s['precision']:6.2f} {100 * s['recall']:6.2f} "
+            f"{100 * s['f1']:6.2f} {secs:8.1f}"
+        )
+    for name, within in (("sentence-vote, all sites", False), ("sentence-vote, within sites", True)):
+        result, secs = run(src, tgt, within_sites=within, url_weight=0.0, groups=groups, vote=True)
         s = scores(result, gold)
         lines.append(
             f"{name:34} {100 * s['p_at_1']:6.2f} {100 * s['precision']:6.2f} {100 * s['recall']:6.2f} "
