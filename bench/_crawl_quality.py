@@ -5,9 +5,9 @@ leave-one-site-out. No database: the WARC files are read with the importer's rea
 Rows (per language pair; sites and pages counted): P@1 (share of gold source pages whose kept pair is their gold
 translation), pair precision / recall / F1 of the kept pairs against the gold pairs, and the seconds the matching took
 (embeddings given; the sentence-vote rows time the method whose sentence kNN runs over every target sentence, the
-cost that falls with the number of sites). The weight of the URL signal is picked for each site on the other sites only (grid
-`URL_GRID`, best summed P@1 over them), then that site is scored with it: the "URL weight LOCO" row never scores a
-site with a weight tuned on it. A per-site table shows what the signal adds or costs by URL scheme.
+cost that falls with the number of sites). The weight of the URL signal is picked for each site on the other sites
+only (grid `URL_GRID`, best summed P@1 over them), then that site is scored with it: the "URL weight LOCO" row never
+scores a site with a weight tuned on it. A per-site table shows what the signal adds or costs by URL scheme.
 """
 
 from __future__ import annotations
