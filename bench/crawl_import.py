@@ -156,8 +156,9 @@ def memory(sizes: list[int]) -> None:
     print(f"-- memory: an import part's streaming phase, fresh process per size ({_load()})")
     one = 60  # MB of plain WARC per copy of the crawl (measured: 59.8 MB)
     for mb in sizes:
-        folder = ROOT / "var" / "bench" / f"crawl-plain-{mb}"
-        ensure_crawl(folder, copies=max(1, round(mb / one)), plain=True)
+        copies = max(1, round(mb / one))
+        folder = ROOT / "var" / "bench" / f"crawl-plain-x{copies}"
+        ensure_crawl(folder, copies=copies, plain=True)
         path = next(folder.glob("crawl-*.warc"))
         subprocess.run([sys.executable, __file__, "--stream", str(path)], check=True)
 
