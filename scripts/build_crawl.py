@@ -296,16 +296,7 @@ def build(out: Path, langs: list[str], copies: int, files: int, seed: int, plain
             if rng.random() < 0.01:  # crawled twice
                 _write(w, url, body, ctype)
                 counts["recrawled"] += 1
-        for n, site in enumerate(SITES):
-            w = writers[n % files]
-            root = url_for(site, Page("", "index", "en", Path()), prefix, {("en", "index"): "index"})[0]
-            base = "/".join(root.split("/")[:3])
-            _write(w, base + "/robots.txt", b"User-agent: *\nAllow: /\n", "text/plain")
-            _write(w, base + "/", b"", "text/html", "301 Moved Permanently", [("Location", root)])
-            _write(w, base + "/missing.html", b"<html><body>Not found</body></html>", "text/html", "404 Not Found")
-            for img in images:
-                _write(w, f"{base}/images/{img.name}", img.read_bytes(), "image/png")
-            counts["other_records"] += 3 + len(images)
+        counts["other_records"] += _other_records(writers, prefix, images)
     for h in handles:
         h.close()
     gold.close()
@@ -314,6 +305,22 @@ def build(out: Path, langs: list[str], copies: int, files: int, seed: int, plain
         "files": files,
         "bytes": sum((out / f"crawl-{n:02d}.{ext}").stat().st_size for n in range(files)),
     }
+
+
+def _other_records(writers, prefix: str, images: list[Path]) -> int:
+    """Per site: robots.txt, a redirect, a 404 and a few images (what a crawler also fetches)."""
+    n = 0
+    for i, site in enumerate(SITES):
+        w = writers[i % len(writers)]
+        root = url_for(site, Page("", "index", "en", Path()), prefix, {("en", "index"): "index"})[0]
+        base = "/".join(root.split("/")[:3])
+        _write(w, base + "/robots.txt", b"User-agent: *\nAllow: /\n", "text/plain")
+        _write(w, base + "/", b"", "text/html", "301 Moved Permanently", [("Location", root)])
+        _write(w, base + "/missing.html", b"<html><body>Not found</body></html>", "text/html", "404 Not Found")
+        for img in images:
+            _write(w, f"{base}/images/{img.name}", img.read_bytes(), "image/png")
+        n += 3 + len(images)
+    return n
 
 
 def install() -> None:
