@@ -153,7 +153,15 @@ def _size(path: str) -> int:
     return total_bytes([path])
 
 
+_last_report: dict[int, float] = {}
+
+
 def _report(job_id: int, reporter: ProgressReporter, *, force: bool = False) -> None:
+    """The job's bytes done, summed over its parts (one query at most every second: it is called per record)."""
+    now = time.monotonic()
+    if not force and now - _last_report.get(job_id, 0.0) < 1.0:
+        return
+    _last_report[job_id] = now
     done = ImportPart.objects.filter(job_id=job_id).aggregate(d=Sum("done"))["d"] or 0
     reporter.update(done=int(done), force=force)
 

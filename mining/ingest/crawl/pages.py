@@ -28,11 +28,11 @@ _TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]{0,15})")
 _FLAT = frozenset(
     b"br img meta link input hr area base col embed source track wbr param p li td th tr dt dd option".split()
 )
-_SPACE = re.compile(r"[ \t\u00a0\u2000-\u200b\u3000]+")
 _UTF8_MULTI = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
 _BAD_CHARS = re.compile("[\ufffd\x80-\x9f]")  # replaced bytes, and C1 controls (what junk bytes decode to)
+_CONTROL_BYTES = bytes([*range(1, 9), *range(14, 32)])
+_DROP = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127, 0x200B])  # controls and zero-width spaces
 _BLANKS = re.compile(r"\n{3,}")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class Extractor(enum.Enum):
@@ -89,7 +89,7 @@ def looks_binary(body: bytes) -> str:
             return f"starts with the signature {magic!r}"
     if b"\x00" in head:
         return "NUL bytes in its first 4 KB"
-    controls = sum(head.count(bytes([c])) for c in (*range(1, 9), *range(14, 32)))
+    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
     if head and controls / len(head) > 0.05:
         return f"{controls} control bytes in its first {len(head)}"
     return ""
@@ -163,10 +163,10 @@ def _checked(text: str, encoding: str, fixed: bool, limits: PageLimits) -> tuple
 
 
 def _clean(text: str) -> str:
-    """Collapse runs of spaces and tabs, drop control characters (the database cannot store NUL), strip lines; blank
-    lines (paragraph breaks) are kept, at most one in a row."""
-    text = _SPACE.sub(" ", _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n")))
-    return _BLANKS.sub("\n\n", "\n".join(line.strip() for line in text.split("\n"))).strip()
+    """Collapse runs of white space inside lines, drop control characters (the database cannot store NUL), strip
+    lines; blank lines (paragraph breaks) are kept, at most one in a row."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").translate(_DROP)
+    return _BLANKS.sub("\n\n", "\n".join(" ".join(line.split()) for line in text.split("\n"))).strip()
 
 
 def extract_page(
