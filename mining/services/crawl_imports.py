@@ -253,6 +253,8 @@ def _import_part(job: ImportJob, part: ImportPart, own: ProgressReporter, watch:
                     on_bytes()
                 continue
             records += 1
+            if records % 500 == 0:  # the part's row says how many records so far (its done / total are bytes)
+                own.update(stage=f"reading: {records:,} records, {pages:,} pages")
             if isinstance(event, Skip):
                 if event.reason != "not_page":
                     tally.add(event)
