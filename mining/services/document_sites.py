@@ -377,7 +377,11 @@ def site_run_start(*, run: MiningRun, task_id: str = "") -> dict:
         return {"run_id": run.pk, "status": run.status}
     MiningRun.objects.filter(pk=run.pk).update(stats={**run.stats, "distributed": True}, lease_owner="workers")
     rows = run_rows(run.pk)
-    stage = current_stage(rows) or "write"
+    stage = current_stage(rows)
+    if stage is None:  # a retried run whose every shard is done: its result is the write shard's
+        run.refresh_from_db()
+        job_mark_finished(job=run, stats={**run.stats, **rows[("write", 0)]["result"]})
+        return {"run_id": run.pk, "status": "succeeded"}
     sent = _dispatch(run.pk, rows, stage)
     return {"run_id": run.pk, "status": "running", "stage": stage, "dispatched": len(sent)}
 
