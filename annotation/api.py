@@ -23,7 +23,7 @@ from pcapp.permissions import IsReviewer, IsStaff
 from .forms import ID_MAX
 from .models import Campaign, Reason, Verdict
 from .selectors import campaign_for, campaign_results, label_rows
-from .services import ReviewError, campaign_create, item_claim, label_pair, label_submit
+from .services import ReviewError, campaign_create, label_and_next, label_pair
 from .spec import DEFAULTS, PARAMS, CampaignSpec, CampaignSpecError, Kind, Sampler, message
 
 
@@ -73,7 +73,7 @@ class JudgementCreateApi(APIView):
                     campaign = campaign_for(request.user, d["campaign"])
                 except Campaign.DoesNotExist:
                     return Response({"detail": "no such campaign among yours"}, status=404)
-                label = label_submit(
+                label, nxt = label_and_next(
                     campaign=campaign,
                     reviewer=request.user,
                     item_id=d["item"],
@@ -82,7 +82,6 @@ class JudgementCreateApi(APIView):
                     comment=d.get("comment", ""),
                     seconds=d.get("seconds", 0.0),
                 )
-                nxt, _ = item_claim(campaign=campaign, reviewer=request.user)
             else:
                 label = label_pair(
                     reviewer=request.user,

@@ -1,0 +1,94 @@
+"""Request guards that run before any view reads the request: the body size allowed to whom, and control characters
+in the URL, the query string and form fields (a NUL reaches Postgres as an error, so it is refused here with a 400
+that names the field)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from .roles import is_staff
+from .serve import SMALL_BODY_BYTES, max_upload_body
+
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+"""C0 control characters and DEL, except tab, line feed and carriage return (text fields may hold those)."""
+
+
+def control_message(text: str) -> str | None:
+    """Why `text` is refused (its first control character), or None."""
+    found = CONTROL.search(text)
+    return f"control character U+{ord(found.group()):04X} is not allowed" if found else None
+
+
+def _refuse(request: HttpRequest, field: str, why: str, status: int = 400) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse({field: [why]}, status=status)
+    return HttpResponse(f"{field}: {why}\n", status=status, content_type="text/plain; charset=utf-8")
+
+
+def _token_user(request: HttpRequest):
+    """The user of an `Authorization: Token ...` header (DRF authenticates in the view, after this middleware)."""
+    from rest_framework.authentication import TokenAuthentication
+    from rest_framework.exceptions import AuthenticationFailed
+
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if not header.startswith("Token "):
+        return None
+    try:
+        found = TokenAuthentication().authenticate_credentials(header.split(" ", 1)[1].strip())
+    except AuthenticationFailed:
+        return None
+    return found[0]
+
+
+class BodyLimitMiddleware:
+    """Refuse a request body larger than SMALL_BODY_BYTES (from its Content-Length, unread: 413) unless the sender is
+    staff on the upload paths, and anything above the upload limit. The proxy in front (pcapp/serve.py) does the same
+    per path; this holds for servers started without it, and is the only place that knows who is staff."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return _refuse(request, "Content-Length", "not a number")
+        if length > SMALL_BODY_BYTES:
+            staff = is_staff(request.user) or is_staff(_token_user(request))
+            if length > max_upload_body() or not staff:
+                limit = max_upload_body() if staff else SMALL_BODY_BYTES
+                return _refuse(request, "body", f"{length} bytes is over the limit of {limit} bytes", 413)
+        return self.get_response(request)
+
+
+def _fields(request: HttpRequest) -> Iterable[tuple[str, str]]:
+    yield "URL path", request.path
+    for key, values in request.GET.lists():
+        yield key, key
+        for v in values:
+            yield key, v
+    # Only url-encoded forms: a multipart upload is parsed by its view's own upload handlers (imports), and its text
+    # fields are Django form fields, which refuse NUL themselves.
+    if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
+        for key, values in request.POST.lists():
+            yield key, key
+            for v in values:
+                yield key, v
+
+
+class ControlCharacterMiddleware:
+    """400 naming the field when the URL path, a query parameter or a url-encoded form field holds a control
+    character (JSON bodies: pcapp.parsers.StrictJSONParser)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        for field, value in _fields(request):
+            why = control_message(value)
+            if why:
+                return _refuse(request, field, why)
+        return self.get_response(request)
