@@ -173,8 +173,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "pcapp API",
     "VERSION": "1.0.0",
     # Swagger UI from drf-spectacular-sidecar's static files, not a CDN: /api/docs/ works on an offline machine.
-    # The schema and its docs are for signed-in users only (they describe every endpoint and its parameters).
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # The schema and its docs are for reviewers and staff (docs/PERMISSIONS.md): those who use the API.
+    "SERVE_PERMISSIONS": ["pcapp.permissions.IsReviewer"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -1,4 +1,4 @@
-"""Corpora API: list and detail (reviewers); imports are under /api/imports/."""
+"""Corpora API: list and detail (staff, as the corpus pages); imports are under /api/imports/."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from pcapp.permissions import IsReviewer
+from pcapp.permissions import IsStaff
 
 from ..models import Corpus
 from .serializers import CorpusOut
@@ -22,7 +22,7 @@ class CorpusPagination(CursorPagination):
 class CorpusListApi(APIView):
     """All corpora with their languages and counts."""
 
-    permission_classes = [IsReviewer]
+    permission_classes = [IsStaff]
 
     @extend_schema(responses=CorpusOut(many=True))
     def get(self, request: Request) -> Response:
@@ -34,7 +34,7 @@ class CorpusListApi(APIView):
 class CorpusDetailApi(APIView):
     """One corpus."""
 
-    permission_classes = [IsReviewer]
+    permission_classes = [IsStaff]
 
     @extend_schema(responses=CorpusOut)
     def get(self, request: Request, pk: int) -> Response:

@@ -42,7 +42,7 @@ class RunListCreateApi(APIView):
         qs = MiningRun.objects.select_related("encoder").order_by("-id")
         paginator = RunPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(RunOut(page, many=True).data)
+        return paginator.get_paginated_response(RunOut(page, many=True, context={"request": request}).data)
 
     @extend_schema(request=RunCreateIn, responses={201: RunOut})
     def post(self, request: Request) -> Response:
@@ -92,7 +92,7 @@ class RunListCreateApi(APIView):
             )
         except BrokerUnavailable as exc:
             return _broker_down(exc)
-        return Response(RunOut(run_get(pk=run.pk)).data, status=status.HTTP_201_CREATED)
+        return Response(RunOut(run_get(pk=run.pk), context={"request": request}).data, status=status.HTTP_201_CREATED)
 
 
 def _broker_down(exc: BrokerUnavailable) -> Response:
@@ -119,7 +119,7 @@ class RunDetailApi(APIView):
 
     @extend_schema(responses=RunOut)
     def get(self, request: Request, pk: int) -> Response:
-        return Response(RunOut(_run_or_404(pk)).data)
+        return Response(RunOut(_run_or_404(pk), context={"request": request}).data)
 
     @extend_schema(request=None, responses={200: None, 409: None})
     def delete(self, request: Request, pk: int) -> Response:
@@ -142,7 +142,7 @@ class RunCancelApi(APIView):
             run = run_cancel(run=run)
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response(RunOut(run).data)
+        return Response(RunOut(run, context={"request": request}).data)
 
 
 class RunRetryApi(APIView):
@@ -160,7 +160,7 @@ class RunRetryApi(APIView):
             return _broker_down(exc)
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response(RunOut(run).data)
+        return Response(RunOut(run, context={"request": request}).data)
 
 
 class RunHistogramApi(APIView):
