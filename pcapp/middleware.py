@@ -10,10 +10,11 @@ from collections.abc import Callable, Iterable
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from .roles import is_staff
-from .serve import SMALL_BODY_BYTES, max_upload_body
+from .serve import SMALL_BODY_BYTES, UPLOAD_PATHS, max_upload_body
 
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 """C0 control characters and DEL, except tab, line feed and carriage return (text fields may hold those)."""
+UPLOAD_PREFIXES = tuple(p.rstrip("*") for p in UPLOAD_PATHS)
 
 
 def control_message(text: str) -> str | None:
@@ -30,14 +31,15 @@ def _refuse(request: HttpRequest, field: str, why: str, status: int = 400) -> Ht
 
 def _token_user(request: HttpRequest):
     """The user of an `Authorization: Token ...` header (DRF authenticates in the view, after this middleware)."""
-    from rest_framework.authentication import TokenAuthentication
     from rest_framework.exceptions import AuthenticationFailed
+
+    from .auth import ExpiringTokenAuthentication
 
     header = request.META.get("HTTP_AUTHORIZATION", "")
     if not header.startswith("Token "):
         return None
     try:
-        found = TokenAuthentication().authenticate_credentials(header.split(" ", 1)[1].strip())
+        found = ExpiringTokenAuthentication().authenticate_credentials(header.split(" ", 1)[1].strip())
     except AuthenticationFailed:
         return None
     return found[0]
@@ -71,9 +73,10 @@ def _fields(request: HttpRequest) -> Iterable[tuple[str, str]]:
         yield key, key
         for v in values:
             yield key, v
-    # Only url-encoded forms: a multipart upload is parsed by its view's own upload handlers (imports), and its text
-    # fields are Django form fields, which refuse NUL themselves.
-    if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
+    # Forms, but not on the upload paths: their views install their own upload handlers before the body is parsed,
+    # and their text fields are Django form fields, which refuse NUL themselves.
+    form = request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data")
+    if request.method == "POST" and form and not request.path.startswith(UPLOAD_PREFIXES):
         for key, values in request.POST.lists():
             yield key, key
             for v in values:

@@ -146,7 +146,8 @@ def stack(name: str, host: str, port: int, run_dir: Path, size: tuple[int, int] 
         conf = run_dir / "Caddyfile"
         conf.write_text(caddyfile(host, port, f"unix/{sock}"), encoding="utf-8")
         return [
-            Process("gunicorn", _gunicorn(f"unix:{sock}", workers, threads)),
+            # behind Caddy: the client's address is the last X-Forwarded-For entry (login lockout, API throttles)
+            Process("gunicorn", _gunicorn(f"unix:{sock}", workers, threads), {"PCAPP_PROXY_COUNT": "1"}),
             Process("caddy", [caddy_binary(), "run", "--config", str(conf), "--adapter", "caddyfile"]),
         ]
     if name == "gunicorn":

@@ -82,7 +82,7 @@ class ImportCreateApi(APIView):
         upload = None
         try:
             with transaction.atomic():
-                upload = save_uploads(d["files"], unzip=d["format"] == ImportJob.Format.FOLDER)
+                upload = save_uploads(d["files"], folder_zip=d["format"] == ImportJob.Format.FOLDER)
                 job = import_job_create(
                     corpus_name=d["name"],
                     fmt=d["format"],

@@ -33,7 +33,7 @@ from .jobs import (
     send_task_or_fail,
 )
 from .progress import JobCancelled, ProgressReporter
-from .uploads import job_upload_remove, public_message
+from .uploads import job_upload_remove, public_message, unpack_upload
 
 logger = logging.getLogger(__name__)
 Format = ImportJob.Format
@@ -236,8 +236,9 @@ def _write(job: ImportJob, writer: CorpusWriter) -> None:
     elif fmt == Format.JSONL:
         for path in paths:
             writer.write_documents(read_jsonl(path))
-    elif fmt == Format.FOLDER:
-        writer.write_documents(read_folder(paths[0]))
+    elif fmt == Format.FOLDER:  # an uploaded zip is unpacked here, in the task, not in the request
+        folder = unpack_upload(paths[0], label=uploaded.get(paths[0])) if opts.get("upload_dir") else paths[0]
+        writer.write_documents(read_folder(folder))
 
 
 def _write_po(paths: list[str], src: str, tgt: str, opts: dict, writer: CorpusWriter) -> None:

@@ -46,7 +46,7 @@ def _import_start(request: HttpRequest, limiter: SizeLimitUploadHandler) -> Http
         try:
             with transaction.atomic():
                 upload = save_uploads(
-                    form.cleaned_data["files"], unzip=form.cleaned_data["format"] == ImportJob.Format.FOLDER
+                    form.cleaned_data["files"], folder_zip=form.cleaned_data["format"] == ImportJob.Format.FOLDER
                 )
                 job = import_job_create(
                     corpus_name=form.cleaned_data["name"],
