@@ -135,13 +135,19 @@ def _spec_field(name: str) -> SpecValue:
     )
 
 
+@extend_schema_field({"type": "array", "items": {"type": "integer"}, "minItems": 1})
+class _RunIds(serializers.ManyRelatedField):
+    """The campaign's runs: at least one (the schema says so too)."""
+
+
 class CampaignCreateIn(serializers.Serializer):
     """The campaign's runs and reviewers, and its parameters (CampaignSpec, as the campaign form)."""
 
-    runs = serializers.PrimaryKeyRelatedField(
-        many=True,
+    runs = _RunIds(
+        child_relation=serializers.PrimaryKeyRelatedField(
+            queryset=MiningRun.objects.filter(kind__in=[RunKind.SENTENCE, RunKind.ALIGN], status=JobStatus.SUCCEEDED)
+        ),
         allow_empty=False,
-        queryset=MiningRun.objects.filter(kind__in=[RunKind.SENTENCE, RunKind.ALIGN], status=JobStatus.SUCCEEDED),
     )
     reviewers = serializers.PrimaryKeyRelatedField(many=True, queryset=get_user_model().objects.filter(is_active=True))
 

@@ -23,7 +23,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -231,12 +230,13 @@ def start_server(stack_name: str, port: int, size: tuple[int, int] | None) -> li
     from pcapp.serve import stack
 
     run_dir = Path(tempfile.mkdtemp(prefix="pcapp-load-"))
+    log = (run_dir / "server.log").open("w")  # noqa: SIM115 (held open by the server processes)
     (Path(os.environ.get("PCAPP_DATA_DIR", ROOT / "var")) / "staticfiles").mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
-            p.argv, cwd=ROOT, env={**env, **p.env}, start_new_session=True, stdout=subprocess.DEVNULL, stderr=sys.stderr
-        )
+            p.argv, cwd=ROOT, env={**env, **p.env}, start_new_session=True, stdout=log, stderr=log
+        )  # the server's own log: run_dir/server.log
         for p in stack(stack_name, "127.0.0.1", port, run_dir, size)
     ]
     deadline = time.monotonic() + 60
@@ -290,7 +290,8 @@ def main() -> None:
     procs = [] if args.url else start_server(args.stack, port, size)
     base = args.url.rstrip("/") or f"http://127.0.0.1:{port}"
     print(machine())
-    print(f"server: {args.url or f'{args.stack}, {size[0]} processes x {size[1]} threads'}")
+    shape = f"1 process x {size[1]} threads" if args.stack == "waitress" else f"{size[0]} processes x {size[1]} threads"
+    print(f"server: {args.url or f'{args.stack}, {shape}'}")
     held = []
     try:
         for think in [float(t) for t in args.think.split(",")]:

@@ -246,9 +246,15 @@ SPECTACULAR_SETTINGS = {
     # Swagger UI from drf-spectacular-sidecar's static files, not a CDN: /api/docs/ works on an offline machine.
     # The schema and its docs are for reviewers and staff (docs/PERMISSIONS.md): those who use the API.
     "SERVE_PERMISSIONS": ["pcapp.permissions.IsReviewer"],
+    "SERVE_INCLUDE_SCHEMA": False,
+    # request bodies get components of their own (FooRequest), so that the rules on what is accepted (no control
+    # characters) are not imposed on answers
+    "COMPONENT_SPLIT_REQUEST": True,  # the schema's own endpoint is not part of the API it describes
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # every operation lists its error answers (pcapp/api_schema.py); enums as drf-spectacular names them
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "pcapp.api_schema.document_errors"],
 }
 
 LOGGING = {

@@ -8,7 +8,9 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from .api_root import ApiRoot
-from .views import dashboard
+from .views import dashboard, not_found
+
+handler404 = not_found  # /api/...: JSON, as the API's own 404s (a path no API route matches, e.g. a bad id)
 
 urlpatterns = [
     path("", dashboard, name="dashboard"),

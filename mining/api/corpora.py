@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from pcapp.api_schema import paginated
 from pcapp.permissions import IsStaff
 
 from ..models import Corpus
@@ -24,7 +25,7 @@ class CorpusListApi(APIView):
 
     permission_classes = [IsStaff]
 
-    @extend_schema(responses=CorpusOut(many=True))
+    @extend_schema(operation_id="corpora_list", responses=paginated("Corpus", CorpusOut(many=True)))
     def get(self, request: Request) -> Response:
         paginator = CorpusPagination()
         page = paginator.paginate_queryset(Corpus.objects.all(), request, view=self)

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from pcapp.api_schema import paginated
 from pcapp.permissions import CanSeeRunResults, IsReviewer, IsStaff
 
 from ..models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
@@ -37,7 +38,7 @@ class RunListCreateApi(APIView):
     def get_permissions(self):
         return [IsStaff()] if self.request.method == "POST" else [IsReviewer()]
 
-    @extend_schema(responses=RunOut(many=True))
+    @extend_schema(operation_id="runs_list", responses=paginated("Run", RunOut(many=True)))
     def get(self, request: Request) -> Response:
         qs = MiningRun.objects.select_related("encoder").order_by("-id")
         paginator = RunPagination()
