@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
+from csp.middleware import CSPMiddleware as BaseCSPMiddleware
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from .roles import is_staff
@@ -96,3 +97,14 @@ class ControlCharacterMiddleware:
             if why:
                 return _refuse(request, field, why)
         return self.get_response(request)
+
+
+class CSPMiddleware(BaseCSPMiddleware):
+    """django-csp's middleware, with one exception to the policy: the API's HTML pages (DRF's browsable API and
+    Swagger UI, third-party templates that set inline styles) may apply inline styles. Scripts stay the app's own
+    files everywhere; pcapp's own pages need no exception."""
+
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if request.path.startswith("/api/") and response.get("Content-Type", "").startswith("text/html"):
+            response._csp_update = {"style-src": ["'unsafe-inline'"]}  # type: ignore[attr-defined]
+        return super().process_response(request, response)

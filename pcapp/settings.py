@@ -93,7 +93,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "pcapp.middleware.CSPMiddleware",  # django-csp's, with inline styles allowed on the API's HTML pages only
     # last, as django-axes asks: it answers a locked-out login attempt
     "axes.middleware.AxesMiddleware",
 ]
