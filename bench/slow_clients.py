@@ -6,7 +6,8 @@ read a huge body? For each stack (pcapp/serve.py) it starts the server, then:
    those fetches were answered, and how fast;
 2. sends the headers of an anonymous POST with a 300 MB body (Content-Length) to the login page and to the upload
    page, and no body: how long until the server answers, and with what (a server that reads the body first never
-   answers here, since the body never comes).
+   answers here, since the body never comes);
+3. holds `--idle` anonymous POSTs whose body trickles in a byte every 2 s, with the normal client as in 1.
 
     ./run bench slow_clients.py                        # every stack, 300 idle connections, 20 s
     ./run bench slow_clients.py --stacks proxy --idle 2000
@@ -43,6 +44,30 @@ async def slowloris(port: int, n: int, until: float) -> int:
 
     await asyncio.gather(*(one(i) for i in range(n)))
     return closed
+
+
+async def slow_bodies(port: int, n: int, until: float) -> None:
+    """Hold n anonymous POSTs to the login page open until `until`: whole headers, a 10,000-byte body announced, and
+    one byte of it every 2 s (R-U-Dead-Yet). A server that hands such a request to an app thread before its body
+    has arrived loses that thread for as long as the client likes."""
+
+    async def one() -> None:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            head = "POST /accounts/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            writer.write(
+                f"{head}Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 10000\r\n\r\n".encode()
+            )
+            await writer.drain()
+            while time.monotonic() < until:
+                await asyncio.sleep(2)
+                writer.write(b"a")
+                await writer.drain()
+            writer.close()
+        except (OSError, ConnectionError):
+            pass
+
+    await asyncio.gather(*(one() for _ in range(n)))
 
 
 async def fetch(port: int, timeout: float) -> float | None:
@@ -92,6 +117,17 @@ async def attack(port: int, idle: int, seconds: float) -> None:
     for path in ("/accounts/login/", "/imports/new/"):
         status, took = await oversized(port, path, 300 * 1024**2, 10)
         print(f"  anonymous POST {path}, Content-Length 300 MB, no body sent: '{status}' after {took * 1000:.0f} ms")
+    until = time.monotonic() + seconds
+    hold = asyncio.create_task(slow_bodies(port, idle, until))
+    await asyncio.sleep(2)
+    answers = []
+    while time.monotonic() < until - 1:
+        answers.append(await fetch(port, 10))
+        await asyncio.sleep(1)
+    await hold
+    ok = [a * 1000 for a in answers if a is not None]
+    print(f"  {idle} slow-body POSTs (1 byte / 2 s): normal client answered {len(ok)}/{len(answers)}, "
+          f"p50 {pct(ok, 0.5):.0f} ms, max {max(ok, default=float('nan')):.0f} ms")  # fmt: skip
 
 
 def main() -> None:

@@ -138,9 +138,7 @@ AXES_VERBOSE = False
 # Behind a proxy (./run app's Caddy, or yours: PCAPP_PROXY_COUNT=1) the client's address is the proxy's last
 # X-Forwarded-For entry; without one, REMOTE_ADDR.
 PCAPP_PROXY_COUNT = env.int("PCAPP_PROXY_COUNT", default=0)
-if PCAPP_PROXY_COUNT:
-    AXES_IPWARE_PROXY_COUNT = PCAPP_PROXY_COUNT
-    AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
+AXES_CLIENT_IP_CALLABLE = "pcapp.auth.client_ip"
 
 # Served behind HTTPS (PCAPP_HTTPS=true, the proxy terminating TLS and sending X-Forwarded-Proto): redirect plain
 # HTTP, secure cookies, HSTS. `manage.py check --deploy` is then clean.

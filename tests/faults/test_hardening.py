@@ -118,6 +118,19 @@ def test_failed_logins_lock_that_user_out_from_that_address(client, reviewer_use
 
 
 @pytest.mark.django_db
+def test_behind_the_proxy_the_lockout_counts_by_the_forwarded_address(client, reviewer_user, settings):
+    """Under ./run app the app sits behind Caddy on a Unix socket: REMOTE_ADDR is empty for everyone, and the client
+    is the address Caddy put in X-Forwarded-For. A locked-out attacker must not lock the user out for all."""
+    settings.PCAPP_PROXY_COUNT = 1
+    url, attacker = reverse("login"), {"REMOTE_ADDR": "", "HTTP_X_FORWARDED_FOR": "203.0.113.9"}
+    for _ in range(5):
+        client.post(url, {"username": "reviewer", "password": "wrong"}, **attacker)
+    assert client.post(url, {"username": "reviewer", "password": "pw-reviewer-123"}, **attacker).status_code == 429
+    user = {"REMOTE_ADDR": "", "HTTP_X_FORWARDED_FOR": "198.51.100.7"}
+    assert client.post(url, {"username": "reviewer", "password": "pw-reviewer-123"}, **user).status_code == 302
+
+
+@pytest.mark.django_db
 def test_api_requests_are_throttled_per_user(reviewer_user, monkeypatch):
     from rest_framework.throttling import SimpleRateThrottle
 
