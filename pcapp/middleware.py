@@ -60,8 +60,9 @@ class BodyLimitMiddleware:
         except ValueError:
             return _refuse(request, "Content-Length", "not a number")
         if length > SMALL_BODY_BYTES:
-            token_user = _token_user(request)
-            staff = is_staff(request.user) or (token_user is not None and is_staff(token_user))
+            upload = request.path.startswith(UPLOAD_PREFIXES)
+            token_user = _token_user(request) if upload else None
+            staff = upload and (is_staff(request.user) or (token_user is not None and is_staff(token_user)))
             if length > max_upload_body() or not staff:
                 limit = max_upload_body() if staff else SMALL_BODY_BYTES
                 return _refuse(request, "body", f"{length} bytes is over the limit of {limit} bytes", 413)

@@ -150,7 +150,6 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("PCAPP_HSTS_SUBDOMAINS", default=True)
 SECURE_HSTS_PRELOAD = env.bool("PCAPP_HSTS_PRELOAD", default=True)
 if PCAPP_HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SESSION_COOKIE_HTTPONLY = True
 
 # Content-Security-Policy: the app's own scripts and styles only (no inline code; the pages have none), images from
 # the app or data: URLs (the charts), no framing, no plugins.
@@ -244,10 +243,10 @@ SPECTACULAR_SETTINGS = {
     # Swagger UI from drf-spectacular-sidecar's static files, not a CDN: /api/docs/ works on an offline machine.
     # The schema and its docs are for reviewers and staff (docs/PERMISSIONS.md): those who use the API.
     "SERVE_PERMISSIONS": ["pcapp.permissions.IsReviewer"],
-    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_INCLUDE_SCHEMA": False,  # the schema's own endpoint is not part of the API it describes
     # request bodies get components of their own (FooRequest), so that the rules on what is accepted (no control
     # characters) are not imposed on answers
-    "COMPONENT_SPLIT_REQUEST": True,  # the schema's own endpoint is not part of the API it describes
+    "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -263,5 +262,8 @@ LOGGING = {
     # faiss's loader logs at INFO each instruction-set module it tries and fails to import ("Could not load library
     # with AVX2 support ... ModuleNotFoundError"): noise, since the installed faiss dispatches to its AVX-512 / AVX2
     # kernels at run time from the generic module (faiss.get_compile_options() lists them).
-    "loggers": {"faiss.loader": {"level": "WARNING"}},
+    "loggers": {
+        "faiss.loader": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},  # django-axes logs every login and its database upkeep at INFO
+    },
 }

@@ -101,6 +101,8 @@ def test_a_large_body_is_refused_unread_unless_staff_uploads(client, reviewer_cl
     assert allowed.status_code != 413  # staff may upload; the upload view answers (here: a form without files)
     too_big = staff.post(reverse("import-start"), data=b"", content_type="text/plain", CONTENT_LENGTH=str(2**40))
     assert too_big.status_code == 413
+    elsewhere = staff.post(reverse("campaign-new"), data=b"", content_type="text/plain", CONTENT_LENGTH=big)
+    assert elsewhere.status_code == 413  # staff too: only the upload paths take large bodies
 
 
 # --- logins, throttles, tokens ---------------------------------------------------------------------------------------

@@ -333,3 +333,38 @@ def test_blind_campaign_ids_follow_the_shuffle_not_the_sampler(django_user_model
     assert [p for p, _ in rows] == sorted(p for p, _ in rows)  # id order is queue order
     ranks = [r for _, r in rows]
     assert abs(spearmanr(range(len(ranks)), ranks).statistic) < 0.3  # the top sampler's rank order is gone
+
+
+@pytest.mark.django_db
+def test_in_a_blind_campaign_a_control_items_card_is_a_sampled_items_card(django_user_model):
+    """Control items (gold pairs, shuffled gold pairs) show the reviewer the same card as sampled candidates: the
+    page differs only in the two sentences, the item id and the progress figures."""
+    import re
+
+    from annotation.models import CampaignItem
+    from mining.models import GoldSentencePair
+
+    run = make_run(6)
+    pairs = list(run.sentence_pairs.select_related("src", "tgt"))
+    for p in pairs:
+        GoldSentencePair.objects.create(corpus=run.src_corpus, src=p.src, tgt=p.tgt)
+    reviewer = django_user_model.objects.create_user("ctl")
+    reviewer.groups.add(reviewers_group())
+    campaign = campaign_create(
+        spec=CampaignSpec(name="controls", sample_size=6, n_controls=4, blind=True, seed=2),
+        runs=[run],
+        reviewers=[reviewer],
+    )
+    client = Client()
+    client.force_login(reviewer)
+    cards: dict[bool, str] = {}
+    texts = {s.pk: s.text for p in pairs for s in (p.src, p.tgt)}
+    while len(cards) < 2:
+        item, _ = item_claim(campaign=campaign, reviewer=reviewer)
+        html = client.get(reverse("campaign-review", args=[campaign.pk]), headers={"HX-Request": "true"}).content
+        html = html.decode().replace(texts[item.src_id], "SRC").replace(texts[item.tgt_id], "TGT")
+        html = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "CSRF", html)  # new per response
+        cards.setdefault(item.is_control, re.sub(r"\d+", "N", html))
+        label_submit(campaign=campaign, reviewer=reviewer, item_id=item.pk, verdict="GOOD")
+    assert CampaignItem.objects.filter(campaign=campaign, is_control=True).count() == 4
+    assert cards[True] == cards[False]
