@@ -237,7 +237,11 @@ def _write(job: ImportJob, writer: CorpusWriter) -> None:
         for path in paths:
             writer.write_documents(read_jsonl(path))
     elif fmt == Format.FOLDER:  # an uploaded zip is unpacked here, in the task, not in the request
-        folder = unpack_upload(paths[0], label=uploaded.get(paths[0])) if opts.get("upload_dir") else paths[0]
+        folder = paths[0]
+        if opts.get("upload_dir"):
+            folder = unpack_upload(paths[0], label=uploaded.get(paths[0]))
+            # errors name the unpacked files inside the zip as uploaded: 'docs.zip/fr/a.txt' (_fail reads this map)
+            opts.setdefault("upload_names", {})[str(Path(paths[0]).parent / "folder")] = uploaded.get(paths[0], "")
         writer.write_documents(read_folder(folder))
 
 
