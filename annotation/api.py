@@ -23,7 +23,7 @@ from pcapp.permissions import IsReviewer, IsStaff
 from .forms import ID_MAX
 from .models import Campaign, Reason, Verdict
 from .selectors import campaign_for, campaign_results, label_rows
-from .services import ReviewError, campaign_create, item_claim, label_pair, label_submit
+from .services import ReviewError, campaign_create, label_and_next, label_pair
 from .spec import DEFAULTS, PARAMS, CampaignSpec, CampaignSpecError, Kind, Sampler, message
 
 
@@ -73,7 +73,7 @@ class JudgementCreateApi(APIView):
                     campaign = campaign_for(request.user, d["campaign"])
                 except Campaign.DoesNotExist:
                     return Response({"detail": "no such campaign among yours"}, status=404)
-                label = label_submit(
+                label, nxt = label_and_next(
                     campaign=campaign,
                     reviewer=request.user,
                     item_id=d["item"],
@@ -82,7 +82,6 @@ class JudgementCreateApi(APIView):
                     comment=d.get("comment", ""),
                     seconds=d.get("seconds", 0.0),
                 )
-                nxt, _ = item_claim(campaign=campaign, reviewer=request.user)
             else:
                 label = label_pair(
                     reviewer=request.user,
@@ -136,13 +135,19 @@ def _spec_field(name: str) -> SpecValue:
     )
 
 
+@extend_schema_field({"type": "array", "items": {"type": "integer"}, "minItems": 1})
+class _RunIds(serializers.ManyRelatedField):
+    """The campaign's runs: at least one (the schema says so too)."""
+
+
 class CampaignCreateIn(serializers.Serializer):
     """The campaign's runs and reviewers, and its parameters (CampaignSpec, as the campaign form)."""
 
-    runs = serializers.PrimaryKeyRelatedField(
-        many=True,
+    runs = _RunIds(
+        child_relation=serializers.PrimaryKeyRelatedField(
+            queryset=MiningRun.objects.filter(kind__in=[RunKind.SENTENCE, RunKind.ALIGN], status=JobStatus.SUCCEEDED)
+        ),
         allow_empty=False,
-        queryset=MiningRun.objects.filter(kind__in=[RunKind.SENTENCE, RunKind.ALIGN], status=JobStatus.SUCCEEDED),
     )
     reviewers = serializers.PrimaryKeyRelatedField(many=True, queryset=get_user_model().objects.filter(is_active=True))
 

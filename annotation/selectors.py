@@ -12,6 +12,7 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
+from django.db import connection
 from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.urls import reverse
@@ -104,18 +105,16 @@ def history(campaign: Campaign, reviewer: Any) -> list[Label]:
 
 def progress(campaign: Campaign, reviewer: Any) -> tuple[int, int]:
     """(items this reviewer has judged, items left for them), in one query. A reviewer labels an item at most once
-    (label_once_per_item), so what is left is the campaign's items less the reviewer's labels in it."""
-    mine = Label.objects.filter(campaign=campaign, reviewer=reviewer)
-    row = (
-        Campaign.objects.filter(pk=campaign.pk)
-        .annotate(
-            n_items=Coalesce(_count(CampaignItem.objects.filter(campaign=OuterRef("pk"))), 0),
-            n_mine=Coalesce(_count(mine.filter(campaign=OuterRef("pk"))), 0),
+    (label_once_per_item), so what is left is the campaign's items less the reviewer's labels in it. Plain SQL: it
+    runs on every review request, and the ORM's compilation of the same subqueries cost more than the query."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT (SELECT count(*) FROM annotation_campaignitem WHERE campaign_id = %(c)s),"
+            " (SELECT count(*) FROM annotation_label WHERE campaign_id = %(c)s AND reviewer_id = %(r)s)",
+            {"c": campaign.pk, "r": reviewer.pk},
         )
-        .values_list("n_items", "n_mine")
-        .get()
-    )
-    return row[1], row[0] - row[1]
+        n_items, n_mine = cur.fetchone()
+    return n_mine, n_items - n_mine
 
 
 @dataclass(frozen=True)

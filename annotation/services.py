@@ -21,6 +21,7 @@ from mining.models import (
     SentencePairCandidate,
 )
 from mining.selectors import run_threshold
+from pcapp.dbretry import retry_on_conflict
 from pcapp.roles import is_staff
 
 from .models import Assignment, Campaign, CampaignItem, Label, LabelMode, Sampler, Verdict
@@ -245,32 +246,55 @@ def campaign_create(
     order = np.random.default_rng(spec.seed).permutation(len(items))
     for pos, i in enumerate(order):
         items[i].position = pos
+    # Written in queue order, so that the ids a reviewer sees follow the seeded shuffle: they carry nothing of the
+    # sampler's order (score bands, top ranks) and the control items are spread among the others.
+    items.sort(key=lambda it: it.position)
     CampaignItem.objects.bulk_create(items, batch_size=2000)
     return campaign
 
 
-@transaction.atomic
+CARD = ("item__src", "item__tgt", "item__sentence_pair")
+"""What the item card shows, loaded with the reviewer's assignment (selectors.item_card then needs no query)."""
+
+
+def _current(campaign: Campaign, reviewer: Any) -> Assignment | None:
+    return Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related(*CARD).first()
+
+
 def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | None, str]:
     """The reviewer's current item, claiming the next free one when there is none: (item, reason).
 
-    Free = fewer than `overlap` labels plus live claims, not yet labelled by this reviewer. Rows are locked with
-    SKIP LOCKED, so two reviewers claiming at once never get the same item beyond the overlap asked for. A claim
-    older than CLAIM_SECONDS stops counting; whoever claims the item next deletes it (its holder then gets 409).
-    A reviewer's own claims are serialised (`_lock_reviewer`), so parallel first loads of the page share one claim.
+    A live current item is a plain read (one query, no transaction). Otherwise, under the reviewer's lock
+    (`_lock_reviewer`, so parallel first loads of the page share one claim), the current item is looked up again,
+    an expired claim of it renewed, else `claim_next` takes the next free item (queue.md).
     """
     cutoff = timezone.now() - timedelta(seconds=CLAIM_SECONDS)
-    card = ("item__src", "item__tgt", "item__sentence_pair")
-    current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related(*card).first()
+    current = _current(campaign, reviewer)
     if current and current.claimed_at > cutoff:
         return current.item, "current"
-    _lock_reviewer(reviewer)  # then look again: a parallel request of this reviewer may have claimed meanwhile
-    current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related(*card).first()
-    if current and current.claimed_at > cutoff:
-        return current.item, "current"
-    if current:  # back after a long pause: renew the claim unless another reviewer has taken the item over
-        list(CampaignItem.objects.select_for_update().filter(pk=current.item_id).values_list("id"))  # as claims do
-        if Assignment.objects.filter(pk=current.pk).update(claimed_at=timezone.now()):
+    with transaction.atomic():
+        _lock_reviewer(reviewer)  # then look again: a parallel request of this reviewer may have claimed meanwhile
+        current = _current(campaign, reviewer)
+        if current and current.claimed_at > cutoff:
             return current.item, "current"
+        if current:  # back after a long pause: renew the claim unless another reviewer has taken the item over
+            list(CampaignItem.objects.select_for_update(no_key=True).filter(pk=current.item_id).values_list("id"))
+            if Assignment.objects.filter(pk=current.pk).update(claimed_at=timezone.now()):
+                return current.item, "current"
+        return claim_next(campaign=campaign, reviewer=reviewer)
+
+
+def claim_next(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | None, str]:
+    """Claim the next free item for the reviewer: (item, "claimed"), or (None, "done").
+
+    Preconditions: inside a transaction that holds the reviewer's lock, and the reviewer has no live current item.
+    Free = fewer than `overlap` labels plus live claims, not yet labelled by this reviewer. The row is locked FOR NO
+    KEY UPDATE SKIP LOCKED: two reviewers claiming at once never get the same item beyond the overlap, and the lock
+    does not conflict with the KEY SHARE locks that the foreign-key checks of other reviewers' labels and claims take
+    on the item at their commit (a FOR UPDATE here deadlocked with them: issue 29). A claim older than CLAIM_SECONDS
+    stops counting; whoever claims the item next deletes it (its holder then gets 409).
+    """
+    cutoff = timezone.now() - timedelta(seconds=CLAIM_SECONDS)
     skipped: list[int] = [0]
     while True:
         with connection.cursor() as cur:
@@ -283,7 +307,7 @@ def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
                     + (SELECT count(*) FROM annotation_assignment a
                        WHERE a.item_id = i.id AND a.claimed_at > %(cutoff)s) < %(o)s
                 ORDER BY i.position
-                FOR UPDATE SKIP LOCKED
+                FOR NO KEY UPDATE SKIP LOCKED
                 LIMIT 1
                 """,
                 {"c": campaign.pk, "r": reviewer.pk, "o": campaign.overlap, "skip": skipped, "cutoff": cutoff},
@@ -332,6 +356,13 @@ def label_submit(
     seconds: float = 0.0,
 ) -> Label:
     """Record a judgement of the reviewer's current item (refused as stale or duplicate when it is not)."""
+    return _submit(campaign, reviewer, item_id, verdict, reasons, comment, seconds)
+
+
+def _submit(
+    campaign: Campaign, reviewer: Any, item_id: int, verdict: str, reasons: Sequence[str], comment: str, seconds: float
+) -> Label:
+    """label_submit's work, inside the caller's transaction (no savepoint of its own)."""
     if verdict not in Verdict.values:
         raise ReviewError(f"verdict must be GOOD or BAD, not '{verdict}'")
     _lock_reviewer(reviewer)
@@ -354,6 +385,28 @@ def label_submit(
         raise DuplicateLabel("you have already judged this item") from exc
     assignment.delete()
     return label
+
+
+def label_and_next(
+    *,
+    campaign: Campaign,
+    reviewer: Any,
+    item_id: int,
+    verdict: str,
+    reasons: Sequence[str] = (),
+    comment: str = "",
+    seconds: float = 0.0,
+    claim: bool = True,
+) -> tuple[Label, CampaignItem | None]:
+    """Judge the reviewer's current item and (with `claim`) claim their next one, in one transaction: one commit per
+    judgement. Run again whole on a deadlock or serialisation failure, which keeps nothing of the failed try."""
+
+    def attempt() -> tuple[Label, CampaignItem | None]:
+        with transaction.atomic():
+            label = _submit(campaign, reviewer, item_id, verdict, reasons, comment, seconds)
+            return label, claim_next(campaign=campaign, reviewer=reviewer)[0] if claim else None
+
+    return retry_on_conflict(attempt)
 
 
 @transaction.atomic

@@ -9,6 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from .permissions import IsReviewer
+
 # (name, URL name, description); entries with an id are shown as templates below.
 _LINKS = (
     ("corpora", "api-corpus-list", "corpora (GET)"),
@@ -35,7 +37,9 @@ _TEMPLATES = {
 
 
 class ApiRoot(APIView):
-    """The endpoints of the pcapp API."""
+    """The endpoints of the pcapp API (reviewers and staff, like the schema)."""
+
+    permission_classes = [IsReviewer]
 
     @extend_schema(exclude=True)
     def get(self, request: Request) -> Response:

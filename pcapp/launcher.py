@@ -28,6 +28,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from pcapp.queues import all_queues
+from pcapp.serve import default_size, stack
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("pcapp.launcher")
@@ -207,24 +208,7 @@ def run_app(host: str, port: int, demo: bool) -> int:
                 start_new_session=True,
             )
         )
-        children.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "waitress",
-                    f"--listen={host}:{port}",
-                    "--threads=8",
-                    # waitress buffers a request body before the app sees it; allow the upload limit (its default of
-                    # 1 GiB was below it) and refuse longer bodies from their Content-Length, unread.
-                    f"--max-request-body-size={_max_body_bytes()}",
-                    "pcapp.wsgi:application",
-                ],
-                cwd=ROOT,
-                env=os.environ.copy(),
-                start_new_session=True,
-            )
-        )
+        children += start_web(host, port, Path(os.environ["PCAPP_DATA_DIR"]) / "run")
         print(
             f"\npcapp is up: http://{host}:{port}/  (admin: http://{host}:{port}/admin/)  Ctrl-C stops it.\n",
             flush=True,
@@ -248,9 +232,14 @@ def run_app(host: str, port: int, demo: bool) -> int:
     return 0
 
 
-def _max_body_bytes() -> int:
-    """The largest request body the web server accepts: the upload limit plus room for the form around the files."""
-    return int(os.environ.get("PCAPP_MAX_UPLOAD_BYTES", 2 * 1024**3)) + 16 * 1024 * 1024
+def start_web(host: str, port: int, run_dir: Path, name: str = "proxy") -> list[subprocess.Popen]:
+    """Start the web server stack (pcapp/serve.py: Caddy in front of gunicorn by default, sized for the machine)."""
+    workers, threads = default_size()
+    log.info("web server: %s, %d worker processes x %d threads", name, workers, threads)
+    return [
+        subprocess.Popen(p.argv, cwd=ROOT, env={**os.environ, **p.env}, start_new_session=True)
+        for p in stack(name, host, port, run_dir, (workers, threads))
+    ]
 
 
 def _stop_children(children: list[subprocess.Popen]) -> None:

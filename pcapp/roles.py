@@ -115,6 +115,11 @@ ACCESS: tuple[Access, ...] = (
     Access("api-run-detail", "GET", "/api/runs/R/", "run status", 403, 403, 200, 200, 200),
     Access("api-candidates", "GET", "/api/runs/R/candidates/", "ranked pairs with scores", *[403] * 4, 200),
     Access("api-histogram", "GET", "/api/runs/R/histogram/", "score histogram", *[403] * 4, 200),
+    Access("api-root", "GET", "/api/", "the API's endpoints", 403, 403, 200, 200, 200),
+    Access("api-schema", "GET", "/api/schema/", "OpenAPI schema", 403, 403, 200, 200, 200),
+    Access("api-docs", "GET", "/api/docs/", "Swagger UI", 403, 403, 200, 200, 200),
+    Access("api-corpus-list", "GET", "/api/corpora/", "corpora (as the corpus pages)", *[403] * 4, 200),
+    Access("api-corpus-detail", "GET", "/api/corpora/C/", "one corpus", *[403] * 4, 200),
 )
 """What each role gets from each page and endpoint: A is a blind campaign, B another campaign, R the run A sampled
 (S a second run), D a document pair of a run in no campaign. 404: the campaign is not among the user's."""
@@ -128,3 +133,33 @@ def access_markdown() -> str:
         cells = [str(row.cell(role)) for role in Role]
         lines.append("| " + " | ".join([row.method, f"`{row.path}`", row.what, *cells]) + " |")
     return "\n".join(lines) + "\n"
+
+
+SCORE_PARAMS = frozenset({"threshold"})
+"""Run parameters that are a point on the score scale."""
+
+
+SCORE_WORDS = ("score", "threshold", "precision", "recall", "cosine", "margin", "confidence")
+"""A stats entry whose name holds one of these is about scores, whatever its value (a nested block included)."""
+
+
+def _no_scores(value: object) -> object:
+    """`value` less everything that could be a score or a figure derived from scores: entries named after scores
+    (SCORE_WORDS) go whole; of the rest only whole numbers (counts), words and flags stay, in nested dicts too."""
+    if isinstance(value, dict):
+        kept = {k: _no_scores(v) for k, v in value.items() if not any(w in str(k).lower() for w in SCORE_WORDS)}
+        return {k: v for k, v in kept.items() if v is not None and v != {}}
+    if isinstance(value, bool | int | str):
+        return value
+    return None
+
+
+def run_figures(user: AbstractBaseUser | AnonymousUser, params: dict, stats: dict) -> tuple[dict, dict]:
+    """A run's parameters and stats as `user` may see them. Staff: as stored. Anyone else (reviewers): no score and no
+    score-derived figure (the threshold parameter, default thresholds, estimated or gold precision, mean scores are
+    all left out), so that a blind campaign's reviewer cannot anchor on the run's numbers; counts, names and the
+    search's arithmetic stay."""
+    if can_see_run_results(user):
+        return params, stats
+    shown = {k: v for k, v in (params or {}).items() if k not in SCORE_PARAMS and not isinstance(v, float)}
+    return shown, _no_scores(stats or {})

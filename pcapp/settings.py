@@ -22,6 +22,8 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PCAPP_DATA_DIR = Path(env("PCAPP_DATA_DIR", default=str(BASE_DIR / "var"))).resolve()
 # Largest corpus file accepted by the importers and the upload page.
 PCAPP_MAX_UPLOAD_BYTES = env.int("PCAPP_MAX_UPLOAD_BYTES", default=2 * 1024**3)
+# Most files a zip of a folder may hold (its directory is checked when it is uploaded; the import task unpacks it).
+PCAPP_MAX_ZIP_MEMBERS = env.int("PCAPP_MAX_ZIP_MEMBERS", default=20_000)
 # Longest sentence an import stores (characters): a document's longer ones are cut at sentence or clause boundaries,
 # an aligned pair with a longer side is refused, naming the file and line.
 PCAPP_MAX_SENTENCE_CHARS = env.int("PCAPP_MAX_SENTENCE_CHARS", default=2000)
@@ -44,6 +46,11 @@ SECRET_KEY_FILE = PCAPP_DATA_DIR / "secret-key.txt"
 SECRET_KEY = env("SECRET_KEY", default="") or (
     SECRET_KEY_FILE.read_text(encoding="utf-8").strip() if SECRET_KEY_FILE.is_file() else ""
 )
+if SECRET_KEY and len(SECRET_KEY) < 50 and not (DEBUG or os.environ.get("PYTEST_VERSION")):
+    raise ImproperlyConfigured(
+        f"SECRET_KEY is {len(SECRET_KEY)} characters long; with DEBUG off it needs at least 50 (a random one: "
+        "python -c 'import secrets; print(secrets.token_urlsafe(48))')."
+    )
 if SECRET_KEY in ("", DEV_SECRET_KEY, "change-me"):
     if not (DEBUG or os.environ.get("PYTEST_VERSION")):
         raise ImproperlyConfigured(
@@ -71,6 +78,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "django_htmx",
     "template_partials",
     "mining",
@@ -85,9 +94,15 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # before any view or CSRF reads the body: its size for the sender (413, unread), control characters (400)
+    "pcapp.middleware.BodyLimitMiddleware",
+    "pcapp.middleware.ControlCharacterMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "pcapp.middleware.CSPMiddleware",  # django-csp's, with inline styles allowed on the API's HTML pages only
+    # last, as django-axes asks: it answers a locked-out login attempt
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "pcapp.urls"
@@ -113,6 +128,52 @@ DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.
 DATABASES["default"]["HOST"] = unquote(DATABASES["default"].get("HOST") or "")
 DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+# API tokens expire this many days after they were made (`./run manage drf_create_token -r USER` makes a new one).
+PCAPP_TOKEN_DAYS = env.int("PCAPP_TOKEN_DAYS", default=30)
+
+# django-axes first: it refuses a login while its (username, address) pair is locked out.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# Failed logins: after PCAPP_LOGIN_FAILURES failures of one username from one address, that pair is locked out for
+# PCAPP_LOGIN_COOLOFF_MINUTES (429); a success resets the count. Per pair, so that nobody can lock a user out from
+# another address.
+AXES_FAILURE_LIMIT = env.int("PCAPP_LOGIN_FAILURES", default=5)
+AXES_COOLOFF_TIME = env.float("PCAPP_LOGIN_COOLOFF_MINUTES", default=15.0) / 60
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Behind a proxy (./run app's Caddy, or yours: PCAPP_PROXY_COUNT=1) the client's address is the proxy's last
+# X-Forwarded-For entry; without one, REMOTE_ADDR.
+PCAPP_PROXY_COUNT = env.int("PCAPP_PROXY_COUNT", default=0)
+AXES_CLIENT_IP_CALLABLE = "pcapp.auth.client_ip"
+
+# Served behind HTTPS (PCAPP_HTTPS=true, the proxy terminating TLS and sending X-Forwarded-Proto): redirect plain
+# HTTP, secure cookies, HSTS. `manage.py check --deploy` is then clean.
+PCAPP_HTTPS = env.bool("PCAPP_HTTPS", default=False)
+SECURE_SSL_REDIRECT = PCAPP_HTTPS
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = PCAPP_HTTPS
+SECURE_HSTS_SECONDS = env.int("PCAPP_HSTS_SECONDS", default=365 * 24 * 3600) if PCAPP_HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("PCAPP_HSTS_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("PCAPP_HSTS_PRELOAD", default=True)
+if PCAPP_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy: the app's own scripts and styles only (no inline code; the pages have none), images from
+# the app or data: URLs (the charts), no framing, no plugins.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -163,9 +224,25 @@ CELERY_TASK_ROUTES["mining.site_shard"] = {"queue": PCAPP_STAGE_QUEUES["search"]
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "pcapp.auth.ExpiringTokenAuthentication",
     ],
+    # Per-process counts in the default cache (set CACHE_URL to a shared Redis for exact counts across processes).
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env("PCAPP_API_RATE_ANON", default="60/min"),
+        "user": env("PCAPP_API_RATE_USER", default="1200/min"),
+    },
+    "NUM_PROXIES": PCAPP_PROXY_COUNT or None,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # DRF's JSON parser, refusing control characters in any string (400 naming the field), and its form parsers
+    "DEFAULT_PARSER_CLASSES": [
+        "pcapp.parsers.StrictJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
     "PAGE_SIZE": 50,
@@ -174,11 +251,17 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "pcapp API",
     "VERSION": "1.0.0",
     # Swagger UI from drf-spectacular-sidecar's static files, not a CDN: /api/docs/ works on an offline machine.
-    # The schema and its docs are for signed-in users only (they describe every endpoint and its parameters).
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # The schema and its docs are for reviewers and staff (docs/PERMISSIONS.md): those who use the API.
+    "SERVE_PERMISSIONS": ["pcapp.permissions.IsReviewer"],
+    "SERVE_INCLUDE_SCHEMA": False,  # the schema's own endpoint is not part of the API it describes
+    # request bodies get components of their own (FooRequest), so that the rules on what is accepted (no control
+    # characters) are not imposed on answers
+    "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # every operation lists its error answers (pcapp/api_schema.py); enums as drf-spectacular names them
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "pcapp.api_schema.document_errors"],
 }
 
 LOGGING = {
@@ -189,5 +272,8 @@ LOGGING = {
     # faiss's loader logs at INFO each instruction-set module it tries and fails to import ("Could not load library
     # with AVX2 support ... ModuleNotFoundError"): noise, since the installed faiss dispatches to its AVX-512 / AVX2
     # kernels at run time from the generic module (faiss.get_compile_options() lists them).
-    "loggers": {"faiss.loader": {"level": "WARNING"}},
+    "loggers": {
+        "faiss.loader": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},  # django-axes logs every login and its database upkeep at INFO
+    },
 }

@@ -5,10 +5,12 @@ from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from .api_root import ApiRoot
-from .views import dashboard
+from .views import dashboard, not_found
+
+handler404 = not_found  # /api/...: JSON, as the API's own 404s (a path no API route matches, e.g. a bad id)
 
 urlpatterns = [
     path("", dashboard, name="dashboard"),
@@ -18,7 +20,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", ApiRoot.as_view(), name="api-root"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/review/", include("annotation.api_urls")),
     path("api/", include("mining.api.urls")),
     path("", include("mining.urls")),

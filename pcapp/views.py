@@ -2,9 +2,10 @@
 so it sits in pcapp, beside the apps, rather than in one of them."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+from django.views.defaults import page_not_found
 
 from annotation.selectors import campaign_summaries
 from mining.selectors import dashboard_data
@@ -19,3 +20,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         campaigns = campaign_summaries(user=request.user)
         data.update(campaigns=campaigns, waiting_total=sum(c.get("waiting_for_user", 0) for c in campaigns))
     return render(request, "dashboard.html", data)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """404: JSON under /api/ (what the schema documents), Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return page_not_found(request, exception)

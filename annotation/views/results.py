@@ -34,6 +34,18 @@ def results(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "annotation/results.html", context)
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""A text cell starting with one of these is a formula to a spreadsheet (=HYPERLINK(...), +cmd|...)."""
+
+
+def csv_cell(value: object) -> object:
+    """A text value as a CSV cell a spreadsheet shows as text: a leading ' when it starts like a formula (OWASP's
+    advice for CSV injection). Numbers are left as they are; the JSONL export keeps every text exactly."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
 @require_GET
 @staff_required
 def export_labels(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpResponse:
@@ -47,7 +59,7 @@ def export_labels(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpRespo
         writer = csv.DictWriter(buf, fieldnames=LABEL_FIELDS)
         writer.writeheader()
         for row in label_rows(campaign):
-            writer.writerow(row)
+            writer.writerow({k: csv_cell(v) for k, v in row.items()})
             yield buf.getvalue()
             buf.seek(0)
             buf.truncate()

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from pcapp.dbretry import retry_on_conflict
 from pcapp.permissions import reviewer_required, staff_required
 
 from ..forms import CampaignForm, LabelForm
-from ..models import Campaign, Reason
+from ..models import Campaign, CampaignItem, Reason
 from ..selectors import campaign_for, campaigns_for, history, item_card, progress
-from ..services import ReviewError, campaign_create, item_claim, label_submit, label_undo
+from ..services import ReviewError, campaign_create, item_claim, label_and_next, label_undo
 
 
 def _campaign(request: HttpRequest, pk: int) -> Campaign:
@@ -53,8 +53,11 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/campaign_new.html", {"form": form}, status=400 if form.errors else 200)
 
 
-def _card_context(request: HttpRequest, campaign: Campaign, error: str = "") -> dict:
-    item, reason = item_claim(campaign=campaign, reviewer=request.user)
+def _card_context(
+    request: HttpRequest, campaign: Campaign, error: str = "", claimed: tuple[CampaignItem | None, str] | None = None
+) -> dict:
+    """The item card's context: `claimed` (item, reason) when the caller has it, else the reviewer's current item."""
+    item, reason = claimed or retry_on_conflict(lambda: item_claim(campaign=campaign, reviewer=request.user))
     card = item_card(item) if item else None
     n_done, n_left = progress(campaign, request.user)
     return {
@@ -89,20 +92,17 @@ def label(request: HttpRequest, pk: int) -> HttpResponse:
             request, "annotation/review.html#item-card", _card_context(request, campaign, error=error), status=400
         )
     d = form.cleaned_data
-    try:
-        with transaction.atomic():  # the label and the next claim commit together (one commit per judgement)
-            label_submit(
-                campaign=campaign,
-                reviewer=request.user,
-                item_id=d["item"],
-                verdict=d["verdict"],
-                reasons=d["reasons"],
-                comment=d["comment"],
-                seconds=d["seconds"] or 0.0,
-            )
-            if not request.htmx:
-                return redirect("campaign-review", pk=pk)
-            context = _card_context(request, campaign)
+    try:  # the label and the next claim commit together (one commit per judgement)
+        _, nxt = label_and_next(
+            campaign=campaign,
+            reviewer=request.user,
+            item_id=d["item"],
+            verdict=d["verdict"],
+            reasons=d["reasons"],
+            comment=d["comment"],
+            seconds=d["seconds"] or 0.0,
+            claim=bool(request.htmx),
+        )
     except ReviewError as exc:
         return render(
             request,
@@ -110,6 +110,9 @@ def label(request: HttpRequest, pk: int) -> HttpResponse:
             _card_context(request, campaign, error=str(exc)),
             status=exc.status,
         )
+    if not request.htmx:
+        return redirect("campaign-review", pk=pk)
+    context = _card_context(request, campaign, claimed=(nxt, "claimed" if nxt else "done"))
     return render(request, "annotation/review.html#item-card", context)
 
 
@@ -118,10 +121,11 @@ def label(request: HttpRequest, pk: int) -> HttpResponse:
 def undo(request: HttpRequest, pk: int) -> HttpResponse:
     """Take back the last judgement; its item becomes current again."""
     campaign = _campaign(request, pk)
-    label_undo(campaign=campaign, reviewer=request.user)
+    item = retry_on_conflict(lambda: label_undo(campaign=campaign, reviewer=request.user))
     if not request.htmx:
         return redirect("campaign-review", pk=pk)
-    return render(request, "annotation/review.html#item-card", _card_context(request, campaign))
+    claimed = (item, "current") if item else None
+    return render(request, "annotation/review.html#item-card", _card_context(request, campaign, claimed=claimed))
 
 
 @require_GET

@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from pcapp.api_schema import paginated
 from pcapp.permissions import CanSeeRunResults
 
 from ..models import Document, DocumentPairCandidate, MiningRun, RunKind
@@ -69,7 +70,7 @@ class CandidateListApi(APIView):
 
     permission_classes = [CanSeeRunResults]
 
-    @extend_schema(parameters=[CandidateFilterIn], responses=RunCandidateOut)
+    @extend_schema(parameters=[CandidateFilterIn], responses=paginated("RunCandidate", RunCandidateOut))
     def get(self, request: Request, pk: int) -> Response:
         try:
             run = run_get(pk=pk)

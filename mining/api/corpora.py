@@ -1,4 +1,4 @@
-"""Corpora API: list and detail (reviewers); imports are under /api/imports/."""
+"""Corpora API: list and detail (staff, as the corpus pages); imports are under /api/imports/."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from pcapp.permissions import IsReviewer
+from pcapp.api_schema import paginated
+from pcapp.permissions import IsStaff
 
 from ..models import Corpus
 from .serializers import CorpusOut
@@ -22,9 +23,9 @@ class CorpusPagination(CursorPagination):
 class CorpusListApi(APIView):
     """All corpora with their languages and counts."""
 
-    permission_classes = [IsReviewer]
+    permission_classes = [IsStaff]
 
-    @extend_schema(responses=CorpusOut(many=True))
+    @extend_schema(operation_id="corpora_list", responses=paginated("Corpus", CorpusOut(many=True)))
     def get(self, request: Request) -> Response:
         paginator = CorpusPagination()
         page = paginator.paginate_queryset(Corpus.objects.all(), request, view=self)
@@ -34,7 +35,7 @@ class CorpusListApi(APIView):
 class CorpusDetailApi(APIView):
     """One corpus."""
 
-    permission_classes = [IsReviewer]
+    permission_classes = [IsStaff]
 
     @extend_schema(responses=CorpusOut)
     def get(self, request: Request, pk: int) -> Response:

@@ -14,7 +14,15 @@ from pcapp.permissions import IsStaff
 
 from ..models import MiningRun
 from ..selectors import run_get
-from ..services.export import ExportFormat, KeepMode, KeepRule, export_download, export_enqueue, export_files
+from ..services.export import (
+    CONTENT_TYPES,
+    ExportFormat,
+    KeepMode,
+    KeepRule,
+    export_download,
+    export_enqueue,
+    export_files,
+)
 from .serializers import ExportFileOut, ExportIn
 
 
@@ -34,7 +42,11 @@ class RunExportApi(APIView):
 
     permission_classes = [IsStaff]
 
-    @extend_schema(parameters=[ExportIn], responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    @extend_schema(
+        parameters=[ExportIn],
+        responses={(200, ct.split(";")[0]): OpenApiTypes.STR for ct in CONTENT_TYPES.values()},
+        description="The file streamed as its format's media type (fmt): TSV, Moses text, TMX or JSON lines.",
+    )
     def get(self, request: Request, pk: int):
         data = ExportIn(data=request.query_params)
         data.is_valid(raise_exception=True)

@@ -114,7 +114,7 @@ class ImportCreateApi(APIView):
                     paths, extra = check_server_paths(d["paths"]), {}
                 else:
                     zipped = d["format"] in (ImportJob.Format.FOLDER, ImportJob.Format.HTML)
-                    upload = save_uploads(d["files"], unzip=zipped)
+                    upload = save_uploads(d["files"], folder_zip=zipped)
                     paths, extra = upload.paths, upload.job_options()
                 job = import_job_create(
                     corpus_name=d["name"], fmt=d["format"], paths=paths, options={**options, **extra}, user=request.user

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from pcapp.api_schema import paginated
 from pcapp.permissions import CanSeeRunResults, IsReviewer, IsStaff
 
 from ..models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
@@ -37,12 +38,12 @@ class RunListCreateApi(APIView):
     def get_permissions(self):
         return [IsStaff()] if self.request.method == "POST" else [IsReviewer()]
 
-    @extend_schema(responses=RunOut(many=True))
+    @extend_schema(operation_id="runs_list", responses=paginated("Run", RunOut(many=True)))
     def get(self, request: Request) -> Response:
         qs = MiningRun.objects.select_related("encoder").order_by("-id")
         paginator = RunPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(RunOut(page, many=True).data)
+        return paginator.get_paginated_response(RunOut(page, many=True, context={"request": request}).data)
 
     @extend_schema(request=RunCreateIn, responses={201: RunOut})
     def post(self, request: Request) -> Response:
@@ -92,7 +93,7 @@ class RunListCreateApi(APIView):
             )
         except BrokerUnavailable as exc:
             return _broker_down(exc)
-        return Response(RunOut(run_get(pk=run.pk)).data, status=status.HTTP_201_CREATED)
+        return Response(RunOut(run_get(pk=run.pk), context={"request": request}).data, status=status.HTTP_201_CREATED)
 
 
 def _broker_down(exc: BrokerUnavailable) -> Response:
@@ -119,7 +120,7 @@ class RunDetailApi(APIView):
 
     @extend_schema(responses=RunOut)
     def get(self, request: Request, pk: int) -> Response:
-        return Response(RunOut(_run_or_404(pk)).data)
+        return Response(RunOut(_run_or_404(pk), context={"request": request}).data)
 
     @extend_schema(request=None, responses={200: None, 409: None})
     def delete(self, request: Request, pk: int) -> Response:
@@ -142,7 +143,7 @@ class RunCancelApi(APIView):
             run = run_cancel(run=run)
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response(RunOut(run).data)
+        return Response(RunOut(run, context={"request": request}).data)
 
 
 class RunRetryApi(APIView):
@@ -160,7 +161,7 @@ class RunRetryApi(APIView):
             return _broker_down(exc)
         except ValueError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response(RunOut(run).data)
+        return Response(RunOut(run, context={"request": request}).data)
 
 
 class RunHistogramApi(APIView):

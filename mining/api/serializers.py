@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.models import AnonymousUser
 from rest_framework import serializers
+
+from pcapp.roles import run_figures
 
 from ..forms import START_KINDS, ExportForm
 from ..models import Artefact, Corpus, MiningRun, Sentence, SentencePairCandidate
@@ -57,6 +60,16 @@ class RunOut(serializers.ModelSerializer):
             "started_at",
             "finished_at",
         ]
+
+    def to_representation(self, run: MiningRun) -> dict:
+        """Parameters and stats as the requesting user may see them (reviewers: no score figures)."""
+        data = super().to_representation(run)
+        request = self.context.get("request")
+        if request is not None:
+            data["params"], data["stats"] = run_figures(request.user, data["params"], data["stats"])
+        else:  # no request, no user to trust: the reviewers' view
+            data["params"], data["stats"] = run_figures(AnonymousUser(), data["params"], data["stats"])
+        return data
 
     def get_elapsed_s(self, run: MiningRun) -> float | None:
         return run_progress(run=run).elapsed_s

@@ -35,7 +35,7 @@ from ..models import Corpus, Document, ImportJob, ImportPart, JobStatus
 from .corpora import corpus_refresh_stats
 from .jobs import job_mark_failed, job_mark_finished, lease_seconds, worker_name
 from .progress import JobCancelled, ProgressReporter
-from .uploads import public_message
+from .uploads import public_message, unpack_upload
 
 logger = logging.getLogger(__name__)
 
@@ -73,10 +73,19 @@ def _corpus(job: ImportJob) -> Corpus:
     return corpus
 
 
-def _ensure_parts(job: ImportJob) -> list[ImportPart]:
+def _readable_paths(job: ImportJob) -> list[str]:
+    """The job's paths as the parts read them: an uploaded zip of saved pages is unpacked here, in the task (never in
+    the request), into a folder beside it."""
+    if job.format == ImportJob.Format.HTML and (job.options or {}).get("upload_dir"):
+        names = (job.options or {}).get("upload_names", {})
+        return [unpack_upload(p, label=names.get(p)) for p in job.paths]
+    return list(job.paths)
+
+
+def _ensure_parts(job: ImportJob, paths: list[str]) -> list[ImportPart]:
     """One part per file (kept across retries: a finished part is not imported twice); unfinished parts of an
     earlier attempt are made pending again."""
-    for n, path in enumerate(job.paths):
+    for n, path in enumerate(paths):
         ImportPart.objects.get_or_create(job=job, part_no=n, defaults={"path": path, "created_by": job.created_by})
     ImportPart.objects.filter(job=job).exclude(status=JobStatus.SUCCEEDED).update(
         status=JobStatus.PENDING, lease_owner="", lease_expires_at=None, error="", cancel_requested=False
@@ -111,10 +120,11 @@ def parts_work(*, job_id: int) -> int:
     return n
 
 
-def check_crawl_paths(*, fmt: str, paths: list[str]) -> None:
-    """A saved-pages import reads one folder; a WARC import reads files (ImportFailure otherwise)."""
+def check_crawl_paths(*, fmt: str, paths: list[str], uploaded: bool = False) -> None:
+    """A saved-pages import reads one folder (an uploaded one is a zip that the task unpacks); a WARC import reads
+    files (ImportFailure otherwise)."""
     for path in paths:
-        if fmt == ImportJob.Format.HTML and not os.path.isdir(path):
+        if fmt == ImportJob.Format.HTML and not uploaded and not os.path.isdir(path):
             raise ImportFailure("is not a folder (a saved-pages import reads a folder of .html files)", path=path)
         if fmt == ImportJob.Format.WARC and os.path.isdir(path):
             raise ImportFailure("is a folder: give the WARC files in it", path=path)
@@ -125,7 +135,7 @@ def crawl_import(*, job: ImportJob, reporter: ProgressReporter, helpers: int = 0
     job's summary."""
     corpus = _corpus(job)
     job.refresh_from_db()
-    parts = _ensure_parts(job)
+    parts = _ensure_parts(job, _readable_paths(job))
     reporter.update(stage="reading", done=0, total=sum(_size(p.path) for p in parts), force=True)
     helpers = min(len(parts) - 1, helpers)
     if helpers > 0:

@@ -34,7 +34,7 @@ from .jobs import (
     send_task_or_fail,
 )
 from .progress import JobCancelled, ProgressReporter
-from .uploads import job_upload_remove, public_message
+from .uploads import job_upload_remove, public_message, unpack_upload
 
 logger = logging.getLogger(__name__)
 Format = ImportJob.Format
@@ -65,7 +65,7 @@ def check_import(*, fmt: str, paths: list[str], options: dict, corpus_name: str)
                 f"is {size:,} bytes, over the limit of {limit:,} bytes (PCAPP_MAX_UPLOAD_BYTES)", path=path
             )
     if fmt in CRAWL_FORMATS:
-        check_crawl_paths(fmt=fmt, paths=paths)
+        check_crawl_paths(fmt=fmt, paths=paths, uploaded=bool(options.get("upload_dir")))
     if fmt in ALIGNED:
         check_language(options.get("src_lang") or ("en" if fmt == Format.PO else ""))
         if fmt != Format.PO or options.get("tgt_lang"):
@@ -245,8 +245,13 @@ def _write(job: ImportJob, writer: CorpusWriter) -> None:
     elif fmt == Format.JSONL:
         for path in paths:
             writer.write_documents(read_jsonl(path))
-    elif fmt == Format.FOLDER:
-        writer.write_documents(read_folder(paths[0]))
+    elif fmt == Format.FOLDER:  # an uploaded zip is unpacked here, in the task, not in the request
+        folder = paths[0]
+        if opts.get("upload_dir"):
+            folder = unpack_upload(paths[0], label=uploaded.get(paths[0]))
+            # errors name the unpacked files inside the zip as uploaded: 'docs.zip/fr/a.txt' (_fail reads this map)
+            opts.setdefault("upload_names", {})[str(Path(paths[0]).parent / "folder")] = uploaded.get(paths[0], "")
+        writer.write_documents(read_folder(folder))
 
 
 def _write_po(paths: list[str], src: str, tgt: str, opts: dict, writer: CorpusWriter) -> None:

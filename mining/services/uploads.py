@@ -84,9 +84,10 @@ class SavedUpload:
         remove_upload_dir(self.folder)
 
 
-def save_uploads(files: list[UploadedFile], *, unzip: bool = False) -> SavedUpload:
-    """Write uploads under PCAPP_DATA_DIR/uploads/<random>/ (a zip: unpacked into its `folder/`). On any error the
-    folder is removed again and an ImportFailure names the file as uploaded."""
+def save_uploads(files: list[UploadedFile], *, folder_zip: bool = False) -> SavedUpload:
+    """Write uploads under PCAPP_DATA_DIR/uploads/<random>/. A zip of a folder (`folder_zip`) is only checked here
+    (`check_zip`: its directory, not its contents); the import task unpacks it (`unpack_upload`), off the request.
+    On any error the folder is removed again and an ImportFailure names the file as uploaded."""
     folder = upload_root() / uuid.uuid4().hex
     folder.mkdir(parents=True)
     upload = SavedUpload(folder, [])
@@ -100,11 +101,8 @@ def save_uploads(files: list[UploadedFile], *, unzip: bool = False) -> SavedUplo
                     out.write(chunk)
             upload.paths.append(str(target))
             upload.names[str(target)] = name
-        if unzip:
-            zip_path = Path(upload.paths[0])
-            dest = folder / "folder"
-            upload.names[str(dest)] = upload.names[str(zip_path)]
-            upload.paths = [str(unpack_zip(zip_path, dest, label=upload.names[str(zip_path)]))]
+        if folder_zip:
+            check_zip(Path(upload.paths[0]), label=upload.names[upload.paths[0]])
     except ImportFailure as exc:
         upload.remove()
         raise ImportFailure(upload.public(str(exc))) from None
@@ -129,18 +127,51 @@ def _unique(name: str, taken: set[str]) -> str:
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 
 
-def unpack_zip(path: Path, dest: Path, *, label: str | None = None) -> Path:
-    """Unpack a zip of documents, refusing paths outside `dest` and more than the upload limit uncompressed; errors
-    name the zip as `label` (its uploaded name)."""
-    limit = settings.PCAPP_MAX_UPLOAD_BYTES
+def check_zip(path: Path, *, label: str | None = None) -> list[zipfile.ZipInfo]:
+    """The zip's file members, read from its directory only (milliseconds for tens of thousands of members): refused
+    when it is no zip, has more than PCAPP_MAX_ZIP_MEMBERS members, unpacks to more than the upload limit or has a
+    member whose path leaves the folder."""
+    limit, most = settings.PCAPP_MAX_UPLOAD_BYTES, settings.PCAPP_MAX_ZIP_MEMBERS
     label = label or path.name
-    dest.mkdir(parents=True, exist_ok=True)
     try:
         with zipfile.ZipFile(path) as zf:
             members = [m for m in zf.infolist() if not m.is_dir()]
-            total = sum(m.file_size for m in members)
-            if total > limit:
-                raise ImportFailure(f"unpacks to {total:,} bytes, over the limit of {limit:,}", path=label)
+    except _ZIP_ERRORS as exc:
+        raise ImportFailure(f"not a valid zip file ({exc})", path=label) from None
+    if len(members) > most:
+        raise ImportFailure(
+            f"holds {len(members):,} files, over the limit of {most:,} (PCAPP_MAX_ZIP_MEMBERS)", path=label
+        )
+    total = sum(m.file_size for m in members)
+    if total > limit:
+        raise ImportFailure(f"unpacks to {total:,} bytes, over the limit of {limit:,}", path=label)
+    for m in members:
+        parts = Path(m.filename).parts
+        if m.filename.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
+            raise ImportFailure(f"member '{m.filename}' points outside the folder", path=label)
+    return members
+
+
+def unpack_upload(path: str, *, label: str | None = None) -> str:
+    """The folder to import for a `folder` upload: a zip (as saved by save_uploads) is unpacked into `folder/` beside
+    it (again, from scratch, on a re-run); a folder is itself."""
+    zip_path = Path(path)
+    if not zip_path.is_file():
+        return path
+    dest = zip_path.parent / "folder"
+    shutil.rmtree(dest, ignore_errors=True)
+    return str(unpack_zip(zip_path, dest, label=label))
+
+
+def unpack_zip(path: Path, dest: Path, *, label: str | None = None) -> Path:
+    """Unpack a zip of documents, refusing paths outside `dest` and more than the upload limit uncompressed; errors
+    name the zip as `label` (its uploaded name)."""
+    label = label or path.name
+    dest.mkdir(parents=True, exist_ok=True)
+    check_zip(path, label=label)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            members = [m for m in zf.infolist() if not m.is_dir()]
             for m in members:
                 target = (dest / m.filename).resolve()
                 if not target.is_relative_to(dest.resolve()) or target == dest.resolve():

@@ -48,7 +48,7 @@ def _import_start(request: HttpRequest, limiter: SizeLimitUploadHandler) -> Http
         upload = None
         try:
             with transaction.atomic():
-                upload = save_uploads(form.cleaned_data["files"], unzip=form.cleaned_data["format"] in ZIPPED)
+                upload = save_uploads(form.cleaned_data["files"], folder_zip=form.cleaned_data["format"] in ZIPPED)
                 job = import_job_create(
                     corpus_name=form.cleaned_data["name"],
                     fmt=form.cleaned_data["format"],

@@ -11,6 +11,7 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from pcapp.http import HtmxHttpRequest
 from pcapp.permissions import reviewer_required, staff_required
+from pcapp.roles import run_figures
 
 from ..forms import RunStartForm
 from ..models import JobStatus, MiningRun, RunKind
@@ -62,7 +63,13 @@ def run_index(request: HttpRequest) -> HttpResponse:
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The run page; its #run-progress fragment polls itself every second until the run ends."""
     run = get_run_or_404(pk)
-    return render(request, "mining/run_detail.html", {"run": run, "progress": run_progress(run=run)})
+    return render(request, "mining/run_detail.html", _detail_context(request, run))
+
+
+def _detail_context(request: HttpRequest, run: MiningRun) -> dict:
+    """The run page's context; parameters and stats as the user may see them (reviewers: no score figures)."""
+    params, stats = run_figures(request.user, run.params, run.stats)
+    return {"run": run, "progress": run_progress(run=run), "params": params, "stats": stats}
 
 
 @require_GET
@@ -71,9 +78,9 @@ def run_progress_partial(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The #run-progress fragment; once the run has ended it is sent without the trigger, as htmx's stop-polling
     response (286)."""
     run = get_run_or_404(pk)
-    progress = run_progress(run=run)
-    response = render(request, "mining/run_detail.html#run-progress", {"run": run, "progress": progress})
-    if progress.finished and request.htmx:
+    context = _detail_context(request, run)
+    response = render(request, "mining/run_detail.html#run-progress", context)
+    if context["progress"].finished and request.htmx:
         return HttpResponseStopPolling(response.content)
     return response
 

@@ -45,13 +45,21 @@ def browser() -> Iterator:
 
 @pytest.fixture
 def page(browser, live_server) -> Iterator:
+    """A page of a fresh context. Every browser test also checks the Content-Security-Policy: a violation Chromium
+    reports on any page the test visits (an inline script or style, eval) fails the test."""
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
     pg = context.new_page()
+    violations: list[str] = []
+    pg.on(
+        "console",
+        lambda msg: violations.append(f"{pg.url}: {msg.text}") if "Content Security Policy" in msg.text else None,
+    )
     try:
         yield pg
     finally:
         context.close()
+    assert violations == [], "CSP violations:\n" + "\n".join(violations)
 
 
 @pytest.fixture

@@ -56,7 +56,7 @@ def test_progress_polls_until_the_run_ends(page, staff, screenshot):
     page.goto(f"/runs/{run.pk}/")
     page.wait_for_selector("#run-progress[data-status=running]")
     MiningRun.objects.filter(pk=run.pk).update(done=7)
-    page.wait_for_function("document.querySelector('.run-done').textContent.trim() === '7'", timeout=10_000)
+    page.wait_for_function("() => document.querySelector('.run-done').textContent.trim() === '7'", timeout=10_000)
     screenshot(page, "run-progress")
     polls = []
     page.on("request", lambda req: polls.append(req.url) if "/progress/" in req.url else None)
@@ -88,7 +88,7 @@ def test_results_compare_and_export_pages(page, staff, screenshot):
     screenshot(page, "run-results-filters")
     page.fill("input[name=min_score]", "1.43")
     page.press("input[name=min_score]", "Enter")
-    page.wait_for_function("document.querySelectorAll('table.candidates tr.candidate').length === 4")
+    page.wait_for_function("() => document.querySelectorAll('table.candidates tr.candidate').length === 4")
     assert "min_score=1.43" in page.url  # the filtered list is bookmarkable
     page.goto(f"/runs/compare/?a={run.pk}&b={run.pk}&ta=1.22&tb=1.38")
     assert page.locator("#overlap").inner_text().startswith("4")  # A keeps ranks 1-8 but 4, B ranks 1-5 but 4
@@ -140,7 +140,7 @@ def test_start_run_watch_it_finish_and_open_results(page, staff, screenshot, cel
 
     page.fill("input[name=q]", "password")
     page.press("input[name=q]", "Enter")
-    page.wait_for_function("document.querySelectorAll('table.candidates tr.candidate').length === 1")
+    page.wait_for_function("() => document.querySelectorAll('table.candidates tr.candidate').length === 1")
     assert "password" in page.locator("table.candidates tr.candidate td.src").inner_text()
     page.goto("/")
     assert page.locator("table.runs tr.status-succeeded").count() == 1

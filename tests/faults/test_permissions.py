@@ -138,6 +138,11 @@ REQUESTS: dict[str, Request] = {
     "api-run-detail": lambda w, u, c, api: api.get(f"/api/runs/{w.r.pk}/"),
     "api-candidates": lambda w, u, c, api: api.get(f"/api/runs/{w.r.pk}/candidates/"),
     "api-histogram": lambda w, u, c, api: api.get(f"/api/runs/{w.r.pk}/histogram/"),
+    "api-root": lambda w, u, c, api: api.get("/api/"),
+    "api-schema": lambda w, u, c, api: api.get("/api/schema/"),
+    "api-docs": lambda w, u, c, api: api.get("/api/docs/"),
+    "api-corpus-list": lambda w, u, c, api: api.get("/api/corpora/"),
+    "api-corpus-detail": lambda w, u, c, api: api.get(f"/api/corpora/{w.r.src_corpus_id}/"),
 }
 
 WRITES_ONE_LABEL = {"campaign-label", "document-pair-judge", "api-judge-item", "api-judge-sampled", "api-judge-pair"}
@@ -219,3 +224,147 @@ def test_a_blind_campaigns_reviewer_sees_no_score_and_no_good_rate(world: World)
     staff.force_login(world.users[Role.STAFF])
     assert '<td class="good-rate">1.00</td>' in staff.get(reverse("dashboard")).content.decode()
     assert "100 %" in staff.get(reverse("campaign-list")).content.decode()
+
+
+SCORE_KEYS = {
+    "score",
+    "cosine",
+    "margin",
+    "confidence",
+    "threshold",
+    "precision",
+    "estimated_precision",
+    "gold_precision",
+    "default_threshold",
+    "evidence",
+    "good_rate",
+    "yield_curve",
+}
+"""JSON keys that carry a score or a figure derived from scores."""
+MARKS = ("23457", "87654", "91357", "11317", "00017", "8123", "2345")
+"""Digits of the distinctive figures the test plants: none may appear in a body a reviewer gets."""
+
+
+def _keys(value: Any) -> set[str]:
+    """The keys under `value` that hold a figure (a number, a list or a block; a word such as margin "ratio" is a
+    method's name, not a figure)."""
+    if isinstance(value, dict):
+        return {k for k, v in value.items() if not isinstance(v, str)} | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keys(v)}
+    return set()
+
+
+@pytest.mark.django_db
+def test_no_body_a_reviewer_of_a_blind_campaign_can_reach_carries_a_score(world: World):
+    """Every GET the table allows the reviewer of blind campaign A, plus the htmx fragments their pages load: no
+    planted score digit in any body, and no score key in any JSON data."""
+    import json
+
+    from django.db.models import F
+
+    from mining.models import MiningRun
+
+    own = world.users[Role.REVIEWER_OWN]
+    world.r.sentence_pairs.update(
+        evidence={"cosine": 0.8123, "margin": 1.2345, "src_neighbours": [], "tgt_neighbours": []},
+        score=F("score") + 0.00017,
+    )
+    MiningRun.objects.filter(pk=world.r.pk).update(
+        status="succeeded",
+        params={"threshold": 1.11317, "k": 4, "margin": "ratio"},
+        stats={
+            "candidates": 6,
+            "default_threshold": {"threshold": 1.23457, "estimated_precision": 0.87654, "assumption": "two modes"},
+            "gold_precision": 0.91357,
+            "knn": {"method": "exact", "compute": "fp32", "device": "cpu"},
+        },
+    )
+    _judged(world, own)
+    client, api = Client(), APIClient()
+    client.force_login(own)
+    api.force_authenticate(own)
+    hx = {"HX-Request": "true"}
+    fragments = {
+        "run-progress": lambda: client.get(reverse("run-progress", args=[world.r.pk]), headers=hx),
+        "item-card": lambda: client.get(reverse("campaign-review", args=[world.a.pk]), headers=hx),
+        "history-card": lambda: client.get(reverse("campaign-history", args=[world.a.pk, 0]), headers=hx),
+    }
+    requests = {row.key: (lambda row=row: REQUESTS[row.key](world, own, client, api)) for row in ACCESS}
+    allowed = [row.key for row in ACCESS if row.method == "GET" and row.cell(Role.REVIEWER_OWN) == 200]
+    seen = []
+    for key in [*allowed, *fragments]:
+        response = (fragments.get(key) or requests[key])()
+        assert response.status_code in (200, 286), key  # 286: the finished run's last progress fragment
+        text = response.content.decode()
+        assert [m for m in MARKS if m in text] == [], key
+        if response["Content-Type"].startswith("application/json"):
+            assert _keys(json.loads(text)) & SCORE_KEYS == set(), key
+        seen.append(key)
+    assert {"run-detail", "api-run-detail", "api-run-list", "campaign-review", "run-progress"} <= set(seen)
+    # Staff see the figures the reviewer does not (so the planted values are there to be found).
+    staff = APIClient()
+    staff.force_authenticate(world.users[Role.STAFF])
+    body = staff.get(f"/api/runs/{world.r.pk}/").json()
+    assert body["params"]["threshold"] == 1.11317 and body["stats"]["gold_precision"] == 0.91357
+    mine = api.get(f"/api/runs/{world.r.pk}/").json()
+    assert mine["params"] == {"k": 4, "margin": "ratio"}
+    assert mine["stats"] == {"candidates": 6, "knn": {"method": "exact", "compute": "fp32", "device": "cpu"}}
+
+
+@pytest.mark.django_db
+def test_blind_campaign_ids_follow_the_shuffle_not_the_sampler(django_user_model):
+    """Items are written in queue order: ids rise with the seeded shuffle, so they carry no score order, and control
+    items are spread among the others rather than written as one block with alternating answers."""
+    from scipy.stats import spearmanr
+
+    from annotation.models import CampaignItem
+
+    run = make_run(60)
+    reviewer = django_user_model.objects.create_user("blind")
+    campaign = campaign_create(
+        spec=CampaignSpec(name="blind", sample_size=60, sampler="top", blind=True, seed=3),
+        runs=[run],
+        reviewers=[reviewer],
+    )
+    rows = list(
+        CampaignItem.objects.filter(campaign=campaign).order_by("id").values_list("position", "sentence_pair__rank")
+    )
+    assert [p for p, _ in rows] == sorted(p for p, _ in rows)  # id order is queue order
+    ranks = [r for _, r in rows]
+    assert abs(spearmanr(range(len(ranks)), ranks).statistic) < 0.3  # the top sampler's rank order is gone
+
+
+@pytest.mark.django_db
+def test_in_a_blind_campaign_a_control_items_card_is_a_sampled_items_card(django_user_model):
+    """Control items (gold pairs, shuffled gold pairs) show the reviewer the same card as sampled candidates: the
+    page differs only in the two sentences, the item id and the progress figures."""
+    import re
+
+    from annotation.models import CampaignItem
+    from mining.models import GoldSentencePair
+
+    run = make_run(6)
+    pairs = list(run.sentence_pairs.select_related("src", "tgt"))
+    for p in pairs:
+        GoldSentencePair.objects.create(corpus=run.src_corpus, src=p.src, tgt=p.tgt)
+    reviewer = django_user_model.objects.create_user("ctl")
+    reviewer.groups.add(reviewers_group())
+    campaign = campaign_create(
+        spec=CampaignSpec(name="controls", sample_size=6, n_controls=4, blind=True, seed=2),
+        runs=[run],
+        reviewers=[reviewer],
+    )
+    client = Client()
+    client.force_login(reviewer)
+    cards: dict[bool, str] = {}
+    texts = {s.pk: s.text for p in pairs for s in (p.src, p.tgt)}
+    while len(cards) < 2:
+        item, _ = item_claim(campaign=campaign, reviewer=reviewer)
+        html = client.get(reverse("campaign-review", args=[campaign.pk]), headers={"HX-Request": "true"}).content
+        html = html.decode().replace(texts[item.src_id], "SRC").replace(texts[item.tgt_id], "TGT")
+        html = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "CSRF", html)  # new per response
+        cards.setdefault(item.is_control, re.sub(r"\d+", "N", html))
+        label_submit(campaign=campaign, reviewer=reviewer, item_id=item.pk, verdict="GOOD")
+    assert CampaignItem.objects.filter(campaign=campaign, is_control=True).count() == 4
+    assert cards[True] == cards[False]

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 
@@ -126,3 +126,67 @@ def test_parallel_submissions_of_one_item_give_one_label_and_409s(django_user_mo
     assert sorted(statuses) == [200, 409, 409, 409, 409]
     assert list(Label.objects.filter(campaign=campaign).values_list("item_id", flat=True)) == [item.pk]
     assert Assignment.objects.filter(campaign=campaign, reviewer=reviewer).count() == 1
+
+
+def test_a_claim_lock_does_not_block_the_foreign_key_checks_of_other_reviewers(django_user_model):
+    """A claim locks its item FOR NO KEY UPDATE, which lets another transaction's foreign-key check (KEY SHARE, taken
+    at the commit of a label or claim naming the item) through. With FOR UPDATE, two reviewers each holding a fresh
+    claim on the item the other had just judged deadlocked at commit (issue 29); here the check would time out."""
+    a, b = _reviewer(django_user_model, "xena"), _reviewer(django_user_model, "yann")
+    campaign = campaign_create(
+        spec=CampaignSpec(name="locks", sample_size=4, overlap=2, seed=1), runs=[make_run(4)], reviewers=[a, b]
+    )
+    claimed: list[int] = []
+    holding, release = threading.Event(), threading.Event()
+
+    def claim_and_hold() -> None:
+        try:
+            with transaction.atomic():
+                claimed.append(item_claim(campaign=campaign, reviewer=a)[0].pk)
+                holding.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=claim_and_hold)
+    thread.start()
+    try:
+        assert holding.wait(30)
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute("SET LOCAL lock_timeout = '5s'")
+            cur.execute("SELECT id FROM annotation_campaignitem WHERE id = %s FOR KEY SHARE", [claimed[0]])
+            assert cur.fetchall() == [(claimed[0],)]
+    finally:
+        release.set()
+        thread.join()
+
+
+def test_a_judgement_aborted_by_a_deadlock_is_run_again_and_stored_once(django_user_model, monkeypatch):
+    import psycopg
+    from django.db import OperationalError
+
+    from annotation import services
+
+    reviewer = _reviewer(django_user_model, "zoe")
+    campaign = _campaign(reviewer, 6)
+    item, _ = item_claim(campaign=campaign, reviewer=reviewer)
+    real, failures = services.claim_next, []
+
+    def deadlock_once(**kw):
+        if not failures:  # after the label was written in the same transaction: all of it must roll back
+            failures.append(1)
+            try:
+                raise psycopg.errors.DeadlockDetected("deadlock detected")
+            except psycopg.Error as exc:
+                raise OperationalError("deadlock detected") from exc
+        return real(**kw)
+
+    monkeypatch.setattr(services, "claim_next", deadlock_once)
+    client = Client()
+    client.force_login(reviewer)
+    url = reverse("campaign-label", args=[campaign.pk])
+    response = client.post(url, {"item": item.pk, "verdict": "GOOD"}, headers={"HX-Request": "true"})
+    assert response.status_code == 200 and failures == [1]
+    assert list(Label.objects.filter(campaign=campaign).values_list("item_id", flat=True)) == [item.pk]
+    (nxt,) = Assignment.objects.filter(campaign=campaign, reviewer=reviewer)
+    assert nxt.item_id != item.pk and f'name="item" value="{nxt.item_id}"' in response.content.decode()

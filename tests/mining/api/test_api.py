@@ -44,9 +44,10 @@ def test_anonymous_gets_401_or_403():
     assert api.get("/api/corpora/").status_code in (401, 403)
 
 
-def test_corpora_list(reviewer_api):
+def test_corpora_list(staff_api, reviewer_api):
     CorpusFactory(name="alpha", languages=["en", "de"])
-    body = reviewer_api.get("/api/corpora/").json()
+    assert reviewer_api.get("/api/corpora/").status_code == 403  # the corpora are staff's (docs/PERMISSIONS.md)
+    body = staff_api.get("/api/corpora/").json()
     assert [c["name"] for c in body["results"]] == ["alpha"]
     assert body["results"][0]["languages"] == ["en", "de"]
 

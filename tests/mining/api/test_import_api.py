@@ -94,3 +94,32 @@ def test_a_crawl_is_imported_by_path_only_under_the_allowed_folders(staff_user, 
     assert "is not under a folder imports may read from" in response.json()["detail"]
     both = client.post("/api/corpora/import/", {"name": "e", "format": "warc"}, format="multipart")
     assert both.status_code == 400 and "either files" in str(both.json())
+
+
+def test_an_uploaded_zip_of_saved_pages_is_unpacked_by_the_task(staff_user, tmp_path):
+    """The request only checks the zip's directory; the import task unpacks it and imports its pages."""
+    import io
+    import zipfile
+
+    from mining.models import Document
+    from mining.services.imports import import_execute
+
+    from ..importers.crawl_warc import EN, FR, page
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("saved/www.example.org/en/a.html", page("A", EN))
+        zf.writestr("saved/www.example.org/fr/a.html", page("A", FR))
+    client = _client(staff_user)
+    response = client.post(
+        "/api/corpora/import/",
+        {"name": "saved", "format": "html", "files": [SimpleUploadedFile("site.zip", buf.getvalue())]},
+        format="multipart",
+    )
+    assert response.status_code == 202, response.content
+    job = ImportJob.objects.get(pk=response.json()["id"])
+    assert job.paths[0].endswith("site.zip")  # saved as uploaded, not unpacked in the request
+    job = import_execute(job=job)
+    assert job.status == "succeeded", job.error
+    got = sorted(Document.objects.filter(corpus=job.corpus).values_list("url", "lang"))
+    assert got == [("http://www.example.org/en/a.html", "en"), ("http://www.example.org/fr/a.html", "fr")]
