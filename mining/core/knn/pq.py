@@ -39,6 +39,7 @@ __all__ = [
     "pq_assign",
     "pq_code_bytes",
     "pq_factory",
+    "pq_fit_m",
     "pq_fill_shard",
     "pq_merge",
     "pq_search_shard",
@@ -77,6 +78,13 @@ def pq_factory(d: int, nlist: int, m: int = PQ_DEFAULT_M) -> str:
     if nlist < 1:
         raise ValueError(f"nlist must be >= 1, got {nlist}")
     return f"IVF{nlist},PQ{m}"
+
+
+def pq_fit_m(d: int, m: int) -> int:
+    """The largest PQ code size <= m that divides d (64 at d = 512 or 1024; 48 at d = 96 for m = 64)."""
+    if d < 1 or m < 1:
+        raise ValueError(f"need d >= 1 and m >= 1, got d={d}, m={m}")
+    return max(c for c in range(1, min(m, d) + 1) if d % c == 0)
 
 
 def pq_code_bytes(index: faiss.Index) -> int:

@@ -19,6 +19,7 @@ from ..params import SentenceRunParams
 from ..progress import JobCancelled, ProgressReporter
 from .context import Ctx
 from .plan import STAGES, run_dir
+from .pqstages import search_group_queue, search_target
 from .rows import (
     current_stage,
     done_count,
@@ -129,16 +130,44 @@ def shard_task_body(run_id: int, stage: str, shard_no: int) -> dict:
 
 
 def _dispatch_stage(run_id: int, rows: dict[tuple[str, int], dict], stage: str) -> list[int]:
-    """Send the unfinished, unheld shards of `stage` as one Celery group to the stage's queue."""
+    """Send the unfinished, unheld shards of `stage` as one Celery group to the stage's queue (a compressed run's
+    search shards: to their group's queue where a live worker holds that group, see `group_queues`)."""
     from celery import group
 
     todo = todo_shards(rows, stage)
     report_progress(run_id, rows, stage)
     if todo:
         task = SHARD_TASK[STAGE_QUEUE[stage]]
-        group(celery_app.signature(task, args=(run_id, stage, n)) for n in todo).apply_async()
-        logger.info("run %s: dispatched %s shards %s", run_id, stage, todo)
+        plan = plan_of(rows)
+        held = group_queues() if stage == "search" and plan is not None and plan.pq else {}
+        options: dict[int, dict] = {}
+        if held:
+            assert plan is not None
+            for n in todo:
+                queue = held.get(search_target(plan, n)[2])
+                if queue:
+                    options[n] = {"queue": queue}
+        group(celery_app.signature(task, args=(run_id, stage, n), **options.get(n, {})) for n in todo).apply_async()
+        logger.info("run %s: dispatched %s shards %s (%d to their holders)", run_id, stage, todo, len(options))
     return todo
+
+
+def group_queues() -> dict[int, str]:
+    """{group: its queue} for the index-shard groups some live worker listens for (``./run worker --holds``);
+    asked of the workers (one broadcast, 1 s), empty when none answers. A group nobody holds goes to `search`."""
+    prefix = search_group_queue(0)[: -len("0")]
+    try:
+        answers = celery_app.control.inspect(timeout=1.0).active_queues() or {}
+    except Exception:  # the broker is down: the shared queue (the send fails the same way and is retried)
+        logger.exception("could not ask the workers which index groups they hold")
+        return {}
+    out = {}
+    for queues in answers.values():
+        for q in queues or []:
+            name = str(q.get("name", ""))
+            if name.startswith(prefix) and name[len(prefix) :].isdigit():
+                out[int(name[len(prefix) :])] = name
+    return out
 
 
 def run_kick(run_id: int) -> tuple[str | None, list[int]]:

@@ -14,6 +14,7 @@ from mining.core.knn.pq import (
     pq_code_bytes,
     pq_factory,
     pq_fill_shard,
+    pq_fit_m,
     pq_merge,
     pq_search_shard,
     pq_train,
@@ -91,5 +92,6 @@ def test_training_refuses_too_few_rows_and_a_code_size_that_does_not_divide_d() 
         pq_factory(100, 16, 64)
     trained = pq_train(_unit(np.random.default_rng(0).standard_normal((2000, 16))), 8, m=4)
     assert trained.ntotal == 0 and faiss.extract_index_ivf(trained).nlist == 8
+    assert (pq_fit_m(512, 64), pq_fit_m(96, 64), pq_fit_m(96, 16)) == (64, 48, 16)
     with pytest.raises(ValueError, match="dimension mismatch"):
         pq_fill_shard(trained, np.ones((5, 8), np.float32), 0)
