@@ -78,13 +78,18 @@ def reap_stalled_jobs() -> dict[str, list[int]]:
     return {"runs": jobs_reap_stalled(model=MiningRun), "imports": jobs_reap_stalled(model=ImportJob)}
 
 
-def _keeper(stop: threading.Event) -> None:
-    """Every quarter lease: keep the distributed runs' leases, re-queue shards of dead workers (sharded_runs_keep)."""
+def _keeper(stop: threading.Event, queues: list[str]) -> None:
+    """Every quarter lease: keep the distributed runs' leases, re-queue shards of dead workers (sharded_runs_keep),
+    and say which index groups this worker holds (the group queues it listens on: holds_announce)."""
     from mining.services.document_sites import site_runs_keep
     from mining.services.shards import sharded_runs_keep
+    from mining.services.shards.pqstages import holds_announce
 
-    while not stop.wait(max(0.5, lease_seconds() / 4)):
+    first = True
+    while first or not stop.wait(max(0.5, lease_seconds() / 4)):
+        first = False
         try:
+            holds_announce(queues)
             sharded_runs_keep()
             site_runs_keep()
         except Exception:  # the database or broker is away for a moment: the next round tries again
@@ -97,12 +102,16 @@ _KEEPER_STOP = threading.Event()
 
 
 @worker_ready.connect
-def _reap_on_worker_start(**_: object) -> None:
+def _reap_on_worker_start(sender: object = None, **_: object) -> None:
     """A worker that starts (after a crash, or on a new machine) frees the jobs a dead worker left running, then
     keeps the shard leases of distributed runs while it lives."""
     reap_stalled_jobs()
     db.connection.close()
-    threading.Thread(target=_keeper, args=(_KEEPER_STOP,), name="pcapp-shard-keeper", daemon=True).start()
+    try:
+        queues = sorted(sender.app.amqp.queues.consume_from or {})  # type: ignore[attr-defined]
+    except AttributeError:
+        queues = []
+    threading.Thread(target=_keeper, args=(_KEEPER_STOP, queues), name="pcapp-shard-keeper", daemon=True).start()
 
 
 @worker_shutting_down.connect

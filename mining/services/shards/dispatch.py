@@ -19,7 +19,7 @@ from ..params import SentenceRunParams
 from ..progress import JobCancelled, ProgressReporter
 from .context import Ctx
 from .plan import STAGES, run_dir
-from .pqstages import search_group_queue, search_target
+from .pqstages import held_groups, search_target
 from .rows import (
     current_stage,
     done_count,
@@ -153,21 +153,13 @@ def _dispatch_stage(run_id: int, rows: dict[tuple[str, int], dict], stage: str) 
 
 
 def group_queues() -> dict[int, str]:
-    """{group: its queue} for the index-shard groups some live worker listens for (``./run worker --holds``);
-    asked of the workers (one broadcast, 1 s), empty when none answers. A group nobody holds goes to `search`."""
-    prefix = search_group_queue(0)[: -len("0")]
+    """{group: its queue} for the index groups a live worker holds (``./run worker --holds``; announced in the
+    broker's Redis by each worker's keeper); empty when none does or the broker cannot say: then `search`."""
     try:
-        answers = celery_app.control.inspect(timeout=1.0).active_queues() or {}
-    except Exception:  # the broker is down: the shared queue (the send fails the same way and is retried)
-        logger.exception("could not ask the workers which index groups they hold")
+        return held_groups()
+    except Exception:
+        logger.exception("could not read which index groups the workers hold")
         return {}
-    out = {}
-    for queues in answers.values():
-        for q in queues or []:
-            name = str(q.get("name", ""))
-            if name.startswith(prefix) and name[len(prefix) :].isdigit():
-                out[int(name[len(prefix) :])] = name
-    return out
 
 
 def run_kick(run_id: int) -> tuple[str | None, list[int]]:

@@ -61,6 +61,41 @@ def search_group_queue(g: int) -> str:
     return group_queue(g)
 
 
+_HOLDS_KEY = "pcapp:holds:"
+
+
+def _redis():  # noqa: ANN202 - redis.Redis
+    import redis
+
+    return redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=5)
+
+
+def holds_announce(queues: list[str]) -> list[int]:
+    """Say (in the broker's Redis, for two leases) that this worker listens on these group queues; returns the
+    groups. Every worker's keeper calls it every quarter lease, so a dead holder drops out within two leases."""
+    from ..jobs import lease_seconds, worker_name
+
+    prefix = search_group_queue(0)[:-1]
+    groups = [int(q[len(prefix) :]) for q in queues if q.startswith(prefix) and q[len(prefix) :].isdigit()]
+    if groups:
+        client = _redis()
+        for g in groups:
+            client.set(f"{_HOLDS_KEY}{prefix}{g}:{worker_name()}", "1", ex=max(1, int(2 * lease_seconds())))
+    return groups
+
+
+def held_groups() -> dict[int, str]:
+    """{group: its queue} for the index groups some live worker announced it holds (``holds_announce``)."""
+    prefix = search_group_queue(0)[:-1]
+    out: dict[int, str] = {}
+    for key in _redis().scan_iter(match=f"{_HOLDS_KEY}{prefix}*", count=1000):
+        queue = key.decode()[len(_HOLDS_KEY) :].rsplit(":", 2)[0]
+        tail = queue[len(prefix) :]
+        if tail.isdigit():
+            out[int(tail)] = queue
+    return out
+
+
 def search_target(plan: Plan, shard_no: int) -> tuple[str, int, int]:
     """Search shard n of a compressed run: (direction, query shard, group); source query shards first."""
     n_src = len(plan.src_shards) * plan.groups
