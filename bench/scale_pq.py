@@ -297,7 +297,8 @@ def main() -> None:
         print(f"recall@1 of the planted pairs: {qual['planted_recall1']:.4f}; against exact search on "
               f"{qual['sampled']} sampled queries: recall@1 {qual['exact_recall1']:.4f}, recall@{args.k} "
               f"{qual['exact_recallk']:.4f}; listed similarities vs exact: max error {qual['sim_err']:.1e}; "
-              f"neighbourhood means: mean error {qual['mean_err_mean']:.4f}, max {qual['mean_err_max']:.4f}")  # fmt: skip
+              f"neighbourhood means: mean error {qual['mean_err_mean']:.4f}, "
+              f"max {qual['mean_err_max']:.4f}")  # fmt: skip
 
 
 if __name__ == "__main__":
