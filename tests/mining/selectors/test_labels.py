@@ -17,7 +17,7 @@ MINING = Path(__file__).resolve().parents[3] / "mining"
 def test_the_review_app_provides_its_label_model_and_mining_names_no_app() -> None:
     assert label_model() is Label
     sources = {p: p.read_text() for p in MINING.rglob("*.py") if "migrations" not in p.parts}
-    assert [str(p) for p, text in sources.items() if "get_model(\"annotation\"" in text or "'annotation'" in text] == []
+    assert [str(p) for p, text in sources.items() if 'get_model("annotation"' in text or "'annotation'" in text] == []
 
 
 def test_a_model_without_what_mining_reads_is_refused() -> None:
