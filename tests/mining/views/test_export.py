@@ -299,7 +299,7 @@ def test_document_run_moses_file_is_built_by_the_task():
 
 def test_the_page_posts_its_download_with_a_tsv_header_and_no_token_in_an_address(staff_client, run):
     page = staff_client.get(reverse("run-export", args=[run.pk])).content.decode()
-    assert '<form method="post" action="/runs/%d/export/" class="card" id="export-form">' % run.pk in page
+    assert f'<form method="post" action="/runs/{run.pk}/export/" class="card" id="export-form">' in page
     assert 'name="header"' in page
     data = {"format": "tsv", "keep": "threshold", "download": "1", "header": "on"}
     lines = _body(staff_client.post(reverse("run-export", args=[run.pk]), data)).splitlines()
