@@ -46,6 +46,9 @@ def check_run_start(
     """The rules of what a run may be started on, as {field: message} (empty when it may start)."""
     errors: dict[str, str] = {}
     tgt_corpus = tgt_corpus or src_corpus
+    for field, corpus in (("src_corpus", src_corpus), ("tgt_corpus", tgt_corpus)):
+        if corpus is not None and corpus.deleting:
+            errors[field] = f"Corpus {corpus} is being deleted."
     if src_corpus is not None and src_lang and src_lang not in (src_corpus.languages or []):
         errors["src_lang"] = f"Corpus {src_corpus} has no '{src_lang}' text."
     if tgt_corpus is not None and tgt_lang and tgt_lang not in (tgt_corpus.languages or []):
@@ -111,8 +114,9 @@ def run_cancel(*, run: MiningRun) -> MiningRun:
     return job_cancel(job=run)
 
 
-def run_candidates_delete(*, run_ids: list[int]) -> int:
+def run_candidates_delete(*, run_ids: list[int], referred_only: bool = False) -> int:
     """Delete every sentence- and document-pair candidate of the runs, with what refers to them; returns the count.
+    With `referred_only`, only the candidates that something refers to (the caller deletes the rest in batches).
 
     Precondition: inside a transaction, the runs locked or not running. Candidates that labels, campaign items or
     alignment candidates refer to go through the ORM (which deletes those first); the rest go in one raw DELETE per
@@ -128,6 +132,9 @@ def run_candidates_delete(*, run_ids: list[int]) -> int:
             referred |= Q(pk__in=rel.related_model.objects.filter(**{f"{name}__run_id__in": run_ids}).values(name))
         _, by_model = of_runs.filter(referred).delete()
         n_referred = by_model.get(model._meta.label, 0)
+        if referred_only:
+            deleted += n_referred
+            continue
         with connection.cursor() as cur:  # one statement: batches inside one transaction only add work
             cur.execute(f"DELETE FROM {model._meta.db_table} WHERE run_id = ANY(%s)", [list(run_ids)])
             deleted += n_referred + cur.rowcount
