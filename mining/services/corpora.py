@@ -10,7 +10,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, models, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Max, Q
 from django.db.models.expressions import RawSQL
 
 from ..models import (
@@ -104,17 +104,41 @@ class _Clock:
         self.t = now
 
 
-def _batched(sql: str, params: list, *, batch: int) -> int:
-    """Run `sql` (a DELETE whose selection ends in `LIMIT %s`) again until it deletes fewer than `batch` rows, each
-    time in a transaction of its own; returns the rows deleted."""
-    total = 0
+def _keyset_delete(table: str, where: str, params: list, *, batch: int, then: str = "") -> int:
+    """Delete the rows of `table` that `where` selects, `batch` at a time in id order, each batch in a transaction of
+    its own; returns the rows deleted. Each batch starts after the last id of the one before, so it never walks over
+    the rows already deleted (which stay in the indexes until vacuum: a LIMIT from the start would be quadratic).
+    `then`: data-modifying CTEs run with each batch first (`batch` names its ids)."""
+    total, last = 0, 0
     while True:
         with transaction.atomic(), connection.cursor() as cur:
-            cur.execute(sql, [*params, batch])
-            n = cur.rowcount
-        total += n
-        if n < batch:
+            cur.execute(
+                f"WITH batch AS (SELECT id FROM {table} WHERE {where} AND id > %s ORDER BY id LIMIT %s){then} "
+                f"DELETE FROM {table} WHERE id IN (SELECT id FROM batch) RETURNING id",
+                [*params, last, batch],
+            )
+            ids = [row[0] for row in cur.fetchall()]
+        if not ids:
             return total
+        total += len(ids)
+        last = max(ids)
+
+
+def _candidates_delete(model: type[models.Model], run_id: int, *, batch: int) -> int:
+    """A run's candidates, `batch` ranks at a time (on the (run, rank) index), each batch its own transaction."""
+    table = model._meta.db_table
+    top = model.objects.filter(run_id=run_id).aggregate(m=Max("rank"))["m"] or 0
+    total = 0
+    for start in range(0, top + 1, batch):
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute(
+                f"DELETE FROM {table} WHERE run_id = %s AND rank > %s AND rank <= %s",
+                [run_id, start - 1, start + batch],
+            )
+            total += cur.rowcount
+    with transaction.atomic(), connection.cursor() as cur:  # rows without a rank in range (none, normally)
+        cur.execute(f"DELETE FROM {table} WHERE run_id = %s", [run_id])
+        return total + cur.rowcount
 
 
 def _referrers_delete(model: type[models.Model], ids_sql: str, params: list, skip: tuple) -> None:
@@ -136,12 +160,7 @@ def _runs_delete(run_ids: list[int], *, batch: int) -> None:
         with transaction.atomic():
             run_candidates_delete(run_ids=[run_id], referred_only=True)
         for model in (SentencePairCandidate, DocumentPairCandidate):  # alignment candidates before document pairs
-            table = model._meta.db_table
-            _batched(
-                f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE run_id = %s LIMIT %s)",
-                [run_id],
-                batch=batch,
-            )
+            _candidates_delete(model, run_id, batch=batch)
         with transaction.atomic():
             MiningRun.objects.filter(pk=run_id).delete()  # shard rows, exports and the like go with it
 
@@ -175,9 +194,7 @@ def corpus_delete(*, corpus: Corpus, batch: int = DELETE_BATCH) -> CorpusDeletio
     gold_s, gold_d = GoldSentencePair._meta.db_table, GoldDocumentPair._meta.db_table
     sentences, documents = Sentence._meta.db_table, Document._meta.db_table
     for table in (gold_s, gold_d):
-        _batched(
-            f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE corpus_id = %s LIMIT %s)", [pk], batch=batch
-        )
+        _keyset_delete(table, "corpus_id = %s", [pk], batch=batch)
     clock.lap("gold pairs")
     own = (Sentence, Document, SentencePairCandidate, DocumentPairCandidate, GoldSentencePair, GoldDocumentPair)
     _referrers_delete(Sentence, f"SELECT id FROM {sentences} WHERE corpus_id = %s", [pk], own)
@@ -187,14 +204,16 @@ def corpus_delete(*, corpus: Corpus, batch: int = DELETE_BATCH) -> CorpusDeletio
     # did, its row goes with the sentence rather than stopping the deletion: each probe is one index lookup.
     for table, model in ((sentences, SentencePairCandidate), (documents, DocumentPairCandidate)):
         cand = model._meta.db_table
-        _batched(
-            f"WITH batch AS (SELECT id FROM {table} WHERE corpus_id = %s LIMIT %s), "
-            f"by_src AS (DELETE FROM {cand} c USING batch b WHERE c.src_id = b.id), "
-            f"by_tgt AS (DELETE FROM {cand} c USING batch b WHERE c.tgt_id = b.id) "
-            f"DELETE FROM {table} WHERE id IN (SELECT id FROM batch)",
-            [pk],
-            batch=batch,
+        then = (
+            f", by_src AS (DELETE FROM {cand} c USING batch b WHERE c.src_id = b.id)"
+            f", by_tgt AS (DELETE FROM {cand} c USING batch b WHERE c.tgt_id = b.id)"
         )
+        rows = Sentence if table == sentences else Document
+        for lang in sorted(
+            set(rows.objects.filter(corpus_id=pk).values_list("lang", flat=True))
+        ):  # (corpus, lang, id): the index each batch starts from
+            _keyset_delete(table, "corpus_id = %s AND lang = %s", [pk, lang], batch=batch, then=then)
+        _keyset_delete(table, "corpus_id = %s", [pk], batch=batch, then=then)
         clock.lap(table)
     with transaction.atomic():
         Corpus.objects.filter(pk=pk).delete()  # imports are kept, unlinked
