@@ -104,24 +104,26 @@ class _Clock:
         self.t = now
 
 
-def _keyset_delete(table: str, where: str, params: list, *, batch: int, then: str = "") -> int:
+def _keyset_delete(table: str, where: str, params: list, *, batch: int, first: tuple[str, ...] = ()) -> int:
     """Delete the rows of `table` that `where` selects, `batch` at a time in id order, each batch in a transaction of
     its own; returns the rows deleted. Each batch starts after the last id of the one before, so it never walks over
     the rows already deleted (which stay in the indexes until vacuum: a LIMIT from the start would be quadratic).
-    `then`: data-modifying CTEs run with each batch first (`batch` names its ids)."""
+    `first`: statements run in the batch's transaction before its DELETE, given the batch's ids as `%s` (an array,
+    so that Postgres probes an index for each id rather than joining whole tables)."""
     total, last = 0, 0
     while True:
         with transaction.atomic(), connection.cursor() as cur:
             cur.execute(
-                f"WITH batch AS (SELECT id FROM {table} WHERE {where} AND id > %s ORDER BY id LIMIT %s){then} "
-                f"DELETE FROM {table} WHERE id IN (SELECT id FROM batch) RETURNING id",
-                [*params, last, batch],
+                f"SELECT id FROM {table} WHERE {where} AND id > %s ORDER BY id LIMIT %s", [*params, last, batch]
             )
             ids = [row[0] for row in cur.fetchall()]
-        if not ids:
-            return total
+            if not ids:
+                return total
+            for sql in first:
+                cur.execute(sql, [ids])
+            cur.execute(f"DELETE FROM {table} WHERE id = ANY(%s)", [ids])
         total += len(ids)
-        last = max(ids)
+        last = ids[-1]
 
 
 def _candidates_delete(model: type[models.Model], run_id: int, *, batch: int) -> int:
@@ -204,16 +206,13 @@ def corpus_delete(*, corpus: Corpus, batch: int = DELETE_BATCH) -> CorpusDeletio
     # did, its row goes with the sentence rather than stopping the deletion: each probe is one index lookup.
     for table, model in ((sentences, SentencePairCandidate), (documents, DocumentPairCandidate)):
         cand = model._meta.db_table
-        then = (
-            f", by_src AS (DELETE FROM {cand} c USING batch b WHERE c.src_id = b.id)"
-            f", by_tgt AS (DELETE FROM {cand} c USING batch b WHERE c.tgt_id = b.id)"
-        )
+        first = (f"DELETE FROM {cand} WHERE src_id = ANY(%s)", f"DELETE FROM {cand} WHERE tgt_id = ANY(%s)")
         rows = Sentence if table == sentences else Document
-        for lang in sorted(
-            set(rows.objects.filter(corpus_id=pk).values_list("lang", flat=True))
-        ):  # (corpus, lang, id): the index each batch starts from
-            _keyset_delete(table, "corpus_id = %s AND lang = %s", [pk, lang], batch=batch, then=then)
-        _keyset_delete(table, "corpus_id = %s", [pk], batch=batch, then=then)
+        for lang in sorted(set(rows.objects.filter(corpus_id=pk).values_list("lang", flat=True))):
+            # (corpus, lang, id): the index each batch starts from
+            _keyset_delete(table, "corpus_id = %s AND lang = %s", [pk, lang], batch=batch, first=first)
+        if rows.objects.filter(corpus_id=pk).exists():  # a language added meanwhile (no import may start now)
+            _keyset_delete(table, "corpus_id = %s", [pk], batch=batch, first=first)
         clock.lap(table)
     with transaction.atomic():
         Corpus.objects.filter(pk=pk).delete()  # imports are kept, unlinked
