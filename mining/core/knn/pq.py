@@ -22,12 +22,12 @@ re-score are ours.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Sequence
 
 import faiss
 import numpy as np
 
+from mining.core.enums import IndexStore
 from mining.core.knn.common import BLAS_DATABASE_BS, blas_block, check_matrix, empty_result, missing_to_neg_inf
 from mining.core.knn.rescore import candidate_dots
 
@@ -48,14 +48,6 @@ __all__ = [
     "pq_train",
     "rescore_topk",
 ]
-
-
-class IndexStore(enum.Enum):
-    """How a sentence run stores its index shards: float32 rows (flat), compressed codes (pq), or chosen by size."""
-
-    AUTO = "auto"
-    FLAT = "flat"
-    PQ = "pq"
 
 
 # Bytes of PQ code a row (64 sub-quantizers of 8 bits), as CCMatrix and stopes use at d = 1024.

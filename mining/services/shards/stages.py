@@ -10,8 +10,7 @@ import faiss
 import numpy as np
 from django.conf import settings
 
-from ...core.knn import KnnMethod
-from ...core.knn.pq import IndexStore
+from ...core.enums import IndexStore, KnnMethod
 from ...core.knn.shards import (
     IVF_TRAIN_PER_LIST,
     ivf_assign,
