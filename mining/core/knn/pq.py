@@ -42,6 +42,7 @@ __all__ = [
     "pq_fit_m",
     "pq_fill_shard",
     "pq_merge",
+    "pq_rotate",
     "pq_search_shard",
     "RowGather",
     "gather_rows",
@@ -115,17 +116,46 @@ def pq_train(sample: np.ndarray, nlist: int, *, m: int = PQ_DEFAULT_M, seed: int
     return index
 
 
-def pq_fill_shard(trained: faiss.Index, base: np.ndarray, offset: int) -> faiss.Index:
-    """A copy of the trained, empty `trained` index holding `base` (nb, d) under global ids offset..offset+nb-1."""
+def pq_fill_shard(
+    trained: faiss.Index, base: np.ndarray, offset: int, *, assign: PqAssign | None = None
+) -> faiss.Index:
+    """A copy of the trained, empty `trained` index holding `base` (nb, d) under global ids offset..offset+nb-1.
+
+    `assign`: the rows' lists from ``pq_assign`` (any nprobe): each row is filed in its nearest one without a second
+    pass of the quantizer. A side shard is the index shard of one direction and the query shard of the other, so
+    the index stage assigns it once, to nprobe lists, and keeps the lists for its searches (as ivf.py does).
+    """
     if trained.ntotal:
         raise ValueError("the trained index must be empty")
     b = check_matrix(base, "base")
     if b.shape[1] != trained.d:
         raise ValueError(f"dimension mismatch: {b.shape[1]} vs {trained.d}")
     index = faiss.clone_index(trained)
-    with blas_block(BLAS_DATABASE_BS):
-        index.add_with_ids(b, np.arange(offset, offset + b.shape[0], dtype=np.int64))
+    ids = np.arange(offset, offset + b.shape[0], dtype=np.int64)
+    if assign is None:
+        with blas_block(BLAS_DATABASE_BS):
+            index.add_with_ids(b, ids)
+        return index
+    if assign.lists.shape[0] != b.shape[0] or assign.rotated.shape[0] != b.shape[0]:
+        raise ValueError(f"the assignment has {assign.lists.shape[0]} rows, the shard {b.shape[0]}")
+    ivf = faiss.extract_index_ivf(index)
+    x = np.ascontiguousarray(assign.rotated, dtype=np.float32)
+    first = np.ascontiguousarray(assign.lists[:, 0], dtype=np.int64)
+    ivf.add_core(b.shape[0], faiss.swig_ptr(x), faiss.swig_ptr(ids), faiss.swig_ptr(first))
+    index.ntotal = ivf.ntotal
     return index
+
+
+def pq_rotate(index: faiss.Index, x: np.ndarray) -> np.ndarray:
+    """Rows in the index's search space: through its rotation (OPQ) where it has one, else as they are."""
+    q = check_matrix(x, "queries")
+    if q.shape[1] != index.d:
+        raise ValueError(f"dimension mismatch: {q.shape[1]} vs {index.d}")
+    pre = faiss.downcast_index(index)
+    if isinstance(pre, faiss.IndexPreTransform):
+        for i in range(pre.chain.size()):
+            q = faiss.downcast_VectorTransform(pre.chain.at(i)).apply(q)
+    return np.ascontiguousarray(q, dtype=np.float32)
 
 
 def pq_merge(shards: Sequence[faiss.Index]) -> faiss.Index:
@@ -150,17 +180,9 @@ class PqAssign:
 
 def pq_assign(index: faiss.Index, queries: np.ndarray, nprobe: int) -> PqAssign:
     """Rotate the queries (OPQ) and find their `nprobe` nearest inverted lists under the shared quantizer."""
-    q = check_matrix(queries, "queries")
-    if q.shape[1] != index.d:
-        raise ValueError(f"dimension mismatch: {q.shape[1]} vs {index.d}")
-    rotated = q
-    pre = faiss.downcast_index(index)
-    if isinstance(pre, faiss.IndexPreTransform):  # a rotation (OPQ), as the index applies it when it searches
-        for i in range(pre.chain.size()):
-            rotated = faiss.downcast_VectorTransform(pre.chain.at(i)).apply(rotated)
+    xt = pq_rotate(index, queries)
     ivf = faiss.extract_index_ivf(index)
     p = max(1, min(int(nprobe), ivf.nlist))
-    xt = np.ascontiguousarray(rotated, dtype=np.float32)
     if not len(xt):
         return PqAssign(xt, np.zeros((0, p), np.float32), np.zeros((0, p), np.int64))
     with blas_block(BLAS_DATABASE_BS):

@@ -26,11 +26,13 @@ from django.conf import settings
 
 from ...core.knn.pq import (
     PQ_TRAIN_PER_LIST,
+    PqAssign,
     gather_rows,
     pq_assign,
     pq_fill_shard,
     pq_fit_m,
     pq_merge,
+    pq_rotate,
     pq_search_shard,
     pq_train,
     rescore_topk,
@@ -135,8 +137,13 @@ def stage_index(ctx: Ctx, side: str, j: int) -> dict:
     start, _ = (plan.src_shards if side == "src" else plan.tgt_shards)[j]
     trained = faiss.read_index(str(pq_dir(ctx) / "trained.index"))
     emb = side_embedding(ctx, side, j)
-    index = pq_fill_shard(trained, emb, start)
+    assign = pq_assign(trained, emb, ctx.params.nprobe)  # filed in the first list; the rest steer its searches
+    index = pq_fill_shard(trained, emb, start, assign=assign)
     rows = emb.astype(np.float16)
+    write_atomic(
+        pq_dir(ctx) / f"{side}-{j:05d}.assign.npz",
+        lambda tmp: save_npz_plain(tmp, dis=assign.dis, lists=assign.lists.astype(np.int32)),
+    )
     write_atomic(pq_dir(ctx) / f"{side}-{j:05d}.rows.npy", lambda tmp: save_npy(tmp, rows))
     write_atomic(pq_dir(ctx) / f"{side}-{j:05d}.index", lambda tmp: faiss.write_index(index, str(tmp)))
     return {"side": side, "rows": int(index.ntotal)}
@@ -201,7 +208,7 @@ def stage_search(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     t0 = time.perf_counter()
     k_cand = max(k, plan.pq_candidates)
     _, cand = pq_search_shard(
-        index, queries, k_cand, ctx.params.nprobe, assign=pq_assign(index, queries, ctx.params.nprobe)
+        index, queries, k_cand, ctx.params.nprobe, assign=_query_assign(ctx, index, q_side, j, queries)
     )
     t_search = time.perf_counter() - t0
     ctx.check()
@@ -224,6 +231,24 @@ def stage_search(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
         "seconds_rescore": round(t_rescore, 3),
         "merged": merged is not None,
     }
+
+
+def save_npz_plain(tmp: Path, **arrays: np.ndarray) -> None:
+    """Write arrays to `tmp` as .npz (a writer for `write_atomic`)."""
+    with tmp.open("wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def _query_assign(ctx: Ctx, index: faiss.Index, side: str, j: int, queries: np.ndarray) -> PqAssign:
+    """Query shard j's lists as its index stage left them (computed once for every group), else computed now."""
+    path = pq_dir(ctx) / f"{side}-{j:05d}.assign.npz"
+    nprobe = ctx.params.nprobe
+    if path.exists():
+        with np.load(path) as data:
+            dis, lists = data["dis"], data["lists"]
+        if dis.shape == (len(queries), min(nprobe, faiss.extract_index_ivf(index).nlist)):
+            return PqAssign(pq_rotate(index, queries), dis, lists.astype(np.int64))
+    return pq_assign(index, queries, nprobe)
 
 
 def query_shard_topk(ctx: Ctx, plan: Plan, direction: str, j: int) -> dict[str, np.ndarray]:

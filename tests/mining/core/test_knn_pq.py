@@ -62,7 +62,11 @@ def test_compressed_shards_recall_planted_pairs_and_equal_one_index() -> None:
     sample = np.concatenate([src[::2], tgt[::2]])
     trained = pq_train(sample, 64, m=16, seed=0)
     assert pq_factory(d, 64, 16) == "IVF64,PQ16" and pq_code_bytes(trained) == 16 + 8
-    halves = [pq_fill_shard(trained, tgt[:2500], 0), pq_fill_shard(trained, tgt[2500:], 2500)]
+    # the second half filed by its stored assignment (the index stage's): the same index as filled plainly
+    halves = [
+        pq_fill_shard(trained, tgt[:2500], 0),
+        pq_fill_shard(trained, tgt[2500:], 2500, assign=pq_assign(trained, tgt[2500:], 8)),
+    ]
     group = pq_merge(halves)
     one = pq_fill_shard(trained, tgt, 0)
     assign = pq_assign(trained, src, 8)
