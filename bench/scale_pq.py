@@ -72,7 +72,7 @@ def _task(folder: Path, cfg: dict, stage: str, arg: tuple) -> dict:
 
     n, rows, groups = cfg["n"], cfg["shard_rows"], cfg["groups"]
     n_shards = -(-n // rows)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out: dict = {}
     if stage == "train":
         rng = np.random.default_rng(0)
@@ -107,12 +107,12 @@ def _task(folder: Path, cfg: dict, stage: str, arg: tuple) -> dict:
         out["index_bytes"] = sum(p.stat().st_size for p in paths)
         out["float32_bytes"] = sum(len(r) for _, r in blocks) * cfg["dim"] * 4
         q = np.load(folder / f"{q_side}-{j:05d}.npy", mmap_mode="r")[: cfg["query_rows"]].astype(np.float32)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         _, cand = pq_search_shard(group, q, cfg["k_cand"], cfg["nprobe"], assign=pq_assign(group, q, cfg["nprobe"]))
-        out["search"] = time.perf_counter() - t
-        t = time.perf_counter()
+        out["search"], out["search_cpu"] = time.perf_counter() - t, time.process_time() - c
+        t, c = time.perf_counter(), time.process_time()
         sims, ids = rescore_topk(q, cand, cfg["k"], gather_rows(blocks))
-        out["rescore"] = time.perf_counter() - t
+        out["rescore"], out["rescore_cpu"] = time.perf_counter() - t, time.process_time() - c
         out["rescore_rows"] = int(len(np.unique(cand[cand >= 0])))
         t = time.perf_counter()
         np.savez(folder / f"part-{q_side}-{j:05d}-{g:03d}.npz", sims=sims, ids=ids)
@@ -125,7 +125,7 @@ def _task(folder: Path, cfg: dict, stage: str, arg: tuple) -> dict:
             m_s, m_i = merge_topk([(p["sims"], p["ids"]) for p in loaded], cfg["k"])
             np.savez(folder / f"knn-{q_side}-{j:05d}.npz", sims=m_s, ids=m_i)
             out["merge"] = time.perf_counter() - t
-    out["seconds"] = time.perf_counter() - t0
+    out["seconds"], out["cpu"] = time.perf_counter() - t0, time.process_time() - c0
     return out
 
 
@@ -270,17 +270,22 @@ def main() -> None:
                   flush=True)  # fmt: skip
             for stage, got in res["tasks"].items():
                 secs = np.array([r["seconds"] for r in got])
+                cpu = np.array([r["cpu"] for r in got])
                 if stage == "train":
-                    print(f"  train  1 task {secs[0]:.1f} s (sample {got[0]['sample']:,} rows)")
+                    print(f"  train  1 task {secs[0]:.1f} s, CPU {cpu[0]:.1f} s (sample {got[0]['sample']:,} rows)")
                 elif stage == "index":
                     per_m = secs.mean() / (args.shard_rows / 1e6)
-                    print(f"  index  {len(secs)} shards, mean {secs.mean():.2f} s/shard ({per_m:.1f} s per 1M rows)")
+                    print(f"  index  {len(secs)} shards, mean {secs.mean():.2f} s/shard ({per_m:.1f} s per 1M rows), "
+                          f"CPU {cpu.mean():.2f} s/shard")  # fmt: skip
                 else:
                     q = np.array([r["queries"] for r in got])
                     base_rows = args.n / cfg["groups"]
                     per = {key: np.array([r[key] for r in got]) for key in ("load", "search", "rescore", "write")}
                     norm = 1e6 / q.mean() * 1e6 / base_rows  # seconds per 1M queries x 1M index rows
                     merges = [r["merge"] for r in got if "merge" in r]
+                    print(f"  CPU seconds a search task: {cpu.mean():.2f} (search "
+                          f"{np.mean([r['search_cpu'] for r in got]):.2f}, re-score "
+                          f"{np.mean([r['rescore_cpu'] for r in got]):.2f})")  # fmt: skip
                     print(f"  search {len(secs)} tasks of {q.mean():,.0f} queries x {base_rows:,.0f} index rows: "
                           f"mean {secs.mean():.2f} s (load {per['load'].mean():.2f}, search {per['search'].mean():.2f}"
                           f", re-score {per['rescore'].mean():.2f}, write {per['write'].mean():.3f}); merge of a "
