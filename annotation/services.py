@@ -15,12 +15,11 @@ from django.utils import timezone
 from mining.models import (
     DocumentPairCandidate,
     GoldSentencePair,
-    LanguagePairSetting,
     MiningRun,
     RunKind,
     SentencePairCandidate,
 )
-from mining.selectors import run_threshold
+from mining.selectors import run_threshold, run_threshold_info
 from pcapp.dbretry import retry_on_conflict
 from pcapp.roles import is_staff
 
@@ -124,14 +123,17 @@ def confidence_threshold(run: MiningRun) -> float:
     The calibration page stores the pair's threshold on the margin score; it maps to the confidence that keeps as many
     of the run's pairs (the lowest confidence among the top n, n = pairs scoring at least the threshold), which is the
     same cut exactly when confidence is monotone in the score (Platt, isotonic) and the equal-yield cut for the
-    source-aware head. Raises ReviewError when the pair has no stored threshold or the run no calibrated confidences.
+    source-aware head. The score threshold is the run's own or the one stored for its language pair on its scoring
+    configuration (`run_threshold_info`: never one found on another scale). Raises ReviewError when there is none or
+    the run has no calibrated confidences.
     """
-    setting = LanguagePairSetting.objects.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).first()
+    info = run_threshold_info(run)
+    chosen = info.value if info.source in ("run", "calibrated") else None
     with connection.cursor() as cur:
         cur.execute(
             "SELECT count(*), count(*) FILTER (WHERE score >= %s) FROM mining_sentencepaircandidate "
             "WHERE run_id = %s AND confidence IS NOT NULL",
-            [setting.threshold if setting else 0.0, run.pk],
+            [chosen if chosen is not None else 0.0, run.pk],
         )
         n_calibrated, n_kept = cur.fetchone()
         if n_calibrated == 0:
@@ -139,10 +141,11 @@ def confidence_threshold(run: MiningRun) -> float:
                 f"the uncertain sampler needs calibrated confidences, and run '{run}' has none: apply "
                 f"a calibration model to it first (calibration page of {run.src_lang}-{run.tgt_lang})"
             )
-        if setting is None:
+        if chosen is None:
             raise ReviewError(
                 f"the uncertain sampler needs the threshold of {run.src_lang}-{run.tgt_lang}, and none "
-                "is stored: choose one on the calibration page first"
+                f"is stored for run '{run}'s scoring configuration ({info.scale_key}): choose one on the calibration "
+                "page first"
             )
         cur.execute(
             "SELECT confidence FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "

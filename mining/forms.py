@@ -193,8 +193,10 @@ class RunStartForm(SentenceParamsForm):
         )
         for name, message in errors.items():
             self.add_error(name, message)
+        if not data.get("kind"):
+            return data
         try:
-            self.stored_params = start_params(data.get("kind", ""), data)
+            self.stored_params = start_params(data.get("kind", ""), data, only_fields=True).to_dict()
         except ParamsError as exc:
             for name, message in exc.errors.items():
                 if name not in self.errors:

@@ -135,7 +135,7 @@ def access_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-SCORE_PARAMS = frozenset({"threshold"})
+SCORE_PARAMS = frozenset({"threshold", "doc_threshold"})
 """Run parameters that are a point on the score scale."""
 
 

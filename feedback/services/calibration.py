@@ -78,13 +78,15 @@ def _estimable(sampler: str | None) -> bool:
     return not sampler or sampler in ESTIMATE_SAMPLERS
 
 
-def threshold_labels(*, src_lang: str, tgt_lang: str) -> ThresholdLabels:
-    """The labels of a language pair's candidates for threshold and precision estimates, stratum-weighted. Items a
+def threshold_labels(*, src_lang: str, tgt_lang: str, run_ids: list[int] | None = None) -> ThresholdLabels:
+    """The labels of a language pair's candidates for threshold and precision estimates, stratum-weighted; only those
+    of `run_ids` when given (the runs of one scoring configuration: a threshold is a point on their scale). Items a
     campaign drew by score or confidence are left out: they would bias the estimate (the head still trains on them)."""
+    qs = estimable_labels().filter(sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang)
+    if run_ids is not None:
+        qs = qs.filter(sentence_pair__run_id__in=run_ids)
     rows = list(
-        estimable_labels()
-        .filter(sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang)
-        .values_list(
+        qs.values_list(
             "sentence_pair__score",
             "verdict",
             "item__campaign_id",

@@ -73,7 +73,7 @@ class RunListCreateApi(APIView):
             )
         )
         try:
-            stored = start_params(v["kind"], v)
+            stored = start_params(v["kind"], v, only_fields=True).to_dict()
         except ParamsError as exc:
             errors.update(exc.errors)
         if errors:

@@ -103,16 +103,21 @@ def threshold_apply(
     *,
     src_lang: str,
     tgt_lang: str,
+    scale_key: str,
     threshold: float,
     target_precision: float | None,
     estimated_precision: float | None,
     calibration: Artefact | None,
     user: Any,
 ) -> LanguagePairSetting:
-    """Store the threshold chosen for a language pair."""
+    """Store the threshold chosen for a language pair on one scoring configuration (`scale_key`, see
+    mining.selectors.thresholds): it applies to the pair's runs of that key only."""
+    if not scale_key:
+        raise ValueError("a threshold is stored for a scoring configuration (scale key); none given")
     setting, _ = LanguagePairSetting.objects.update_or_create(
         src_lang=src_lang,
         tgt_lang=tgt_lang,
+        scale_key=scale_key,
         defaults={
             "threshold": threshold,
             "target_precision": target_precision,

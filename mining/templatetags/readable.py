@@ -40,13 +40,9 @@ def progress_bar(job: Any) -> dict[str, Any]:
 
 @register.filter
 def threshold_words(run: Any) -> str:
-    """The threshold that keeps a run's pairs and where it comes from, in words (see run_threshold_info)."""
+    """The threshold that keeps a run's pairs and where it comes from, in words (see run_threshold_info): the run
+    page, the results page and the export page say the same."""
     info = run_threshold_info(run)
     if info.value is None:
-        return "none: every pair no pre-filter rejected"
-    where = {
-        "run": "the run's own",
-        "calibrated": f"stored for {run.src_lang}-{run.tgt_lang} on the calibration page",
-        "default": "the run's label-free default",
-    }.get(info.source, info.source)
-    return f"{info.value:.4f} ({where})"
+        return f"none: every pair no pre-filter rejected ({info.reason})"
+    return f"{info.value:.4f} ({info.reason})"

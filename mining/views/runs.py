@@ -11,11 +11,11 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from pcapp.http import HtmxHttpRequest
 from pcapp.permissions import reviewer_required, staff_required
-from pcapp.roles import run_figures
+from pcapp.roles import can_see_run_results, run_figures
 
 from ..forms import RunStartForm
 from ..models import JobStatus, MiningRun, RunKind
-from ..selectors import run_get, run_list, run_progress
+from ..selectors import run_get, run_list, run_progress, scale_key
 from ..services.export import export_files
 from ..services.runs import BrokerUnavailable, run_cancel, run_create, run_delete, run_retry
 
@@ -69,7 +69,15 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def _detail_context(request: HttpRequest, run: MiningRun) -> dict:
     """The run page's context; parameters and stats as the user may see them (reviewers: no score figures)."""
     params, stats = run_figures(request.user, run.params, run.stats)
-    return {"run": run, "progress": run_progress(run=run), "params": params, "stats": stats}
+    return {
+        "run": run,
+        "progress": run_progress(run=run),
+        "params": params,
+        "stats": stats,
+        # the threshold and its scale as the results page states them (one resolver), for those who may see scores
+        "show_threshold": can_see_run_results(request.user),
+        "scale_key": scale_key(run),
+    }
 
 
 @require_GET

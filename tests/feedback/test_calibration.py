@@ -12,6 +12,7 @@ from mining.models import (
     RunKind,
     SentencePairCandidate,
 )
+from mining.selectors import scale_key
 from mining.services.calibrators import threshold_apply
 from mining.services.runs import run_create
 from pcapp.jobs import execute_job
@@ -92,6 +93,7 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
     setting = threshold_apply(
         src_lang="en",
         tgt_lang="fr",
+        scale_key=scale_key(run),
         threshold=0.5,
         target_precision=0.95,
         estimated_precision=0.96,
@@ -121,7 +123,7 @@ def test_calibration_page_threshold_panel_and_apply(staff_client, django_user_mo
     assert "<html" not in body and 'keeps <strong id="n-kept">6</strong>' in body and "1.5000" in body
     # 6 labels: the interval's lower bound is far below 0.95, so storing it asks for confirmation.
     assert 'id="threshold-caution"' in body
-    data = {"threshold": "1.5", "target": "0.95", "estimate": "1.0", "confirm": "on"}
+    data = {"threshold": "1.5", "target": "0.95", "estimate": "1.0", "confirm": "on", "scale": scale_key(run)}
     staff_client.post(reverse("calibration-apply", args=[src, tgt]), data)
     assert LanguagePairSetting.objects.get(src_lang=src).threshold == 1.5
     assert Artefact.objects.filter(kind=ArtefactKind.CALIBRATION).count() == 0
@@ -152,7 +154,9 @@ def test_calibration_trains_on_uncertain_labels_that_threshold_estimates_leave_o
     cands = list(SentencePairCandidate.objects.filter(run=run).order_by("rank"))
     for c in cands:  # as if a calibration had been applied
         SentencePairCandidate.objects.filter(pk=c.pk).update(confidence=1.0 - c.rank / (len(cands) + 1))
-    LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=cands[len(cands) // 2].score)
+    LanguagePairSetting.objects.create(
+        src_lang="en", tgt_lang="fr", scale_key=scale_key(run), threshold=cands[len(cands) // 2].score
+    )
     reviewer = django_user_model.objects.create_user("act", password="pw-act-1234")
     campaign = campaign_create(
         spec=CampaignSpec(name="act", sampler=Sampler.STRATIFIED, bands=2, sample_size=6, n_uncertain=4),

