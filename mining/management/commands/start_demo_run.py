@@ -2,9 +2,9 @@
 
 from django.core.management.base import BaseCommand
 
+from mining.management.commands._args import create_run
 from mining.models import Corpus, MiningRun, RunKind
-from mining.services.params import SentenceRunParams
-from mining.services.runs import run_create
+from mining.params import SentenceRunParams
 
 DEMO_CORPUS = "demo-django-ui"
 
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         if MiningRun.objects.filter(kind=RunKind.SENTENCE, src_corpus=corpus).exists():
             self.stdout.write("The demo corpus already has a mining run.")
             return
-        run = run_create(
+        run = create_run(
             kind=RunKind.SENTENCE,
             src_corpus=corpus,
             tgt_corpus=corpus,

@@ -209,28 +209,25 @@ def test_bow_run_without_a_model_and_unknown_model_fail_clearly(corpus):
     execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED and "no trained Document BoW model for en-fr" in run.error
-    run = run_create(
-        kind=RunKind.TRAIN_DOC_MODEL,
-        src_corpus=corpus,
-        src_lang="en",
-        tgt_lang="fr",
-        params={"model": "lda"},
-        enqueue=False,
+    # an unknown model is refused before the run exists (its class checks it), and fails clearly if stored anyway
+    with pytest.raises(ValueError, match="model: 'lda' is not one of: hide, bow"):
+        run_create(
+            kind=RunKind.TRAIN_DOC_MODEL, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"model": "lda"}
+        )
+    run = MiningRun.objects.create(
+        kind=RunKind.TRAIN_DOC_MODEL, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"model": "lda"}
     )
     execute_job(run=run)
     run.refresh_from_db()
-    assert run.status == JobStatus.FAILED and "unknown document model 'lda'" in run.error
+    assert run.status == JobStatus.FAILED and "model: 'lda' is not one of: hide, bow" in run.error
 
 
 @pytest.mark.django_db
 def test_unknown_method_fails_clearly(corpus):
-    run = run_create(
-        kind=RunKind.DOCUMENT,
-        src_corpus=corpus,
-        src_lang="en",
-        tgt_lang="fr",
-        params={"method": "magic"},
-        enqueue=False,
+    with pytest.raises(ValueError, match="method: 'magic' is not one of"):
+        run_create(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "magic"})
+    run = MiningRun.objects.create(
+        kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "magic"}
     )
     execute_job(run=run)
     run.refresh_from_db()
@@ -316,4 +313,4 @@ def test_run_form_offers_document_bow(corpus):
         }
     )
     assert form.is_valid(), form.errors
-    assert form.run_kwargs()["params"]["method"] == "bow"
+    assert form.run_kwargs()["params"].method.value == "bow"
