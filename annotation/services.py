@@ -12,6 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max, Min
 from django.utils import timezone
 
+from mining.core.calibration.estimates import uncertain_sample
 from mining.models import (
     DocumentPairCandidate,
     GoldSentencePair,
@@ -157,15 +158,20 @@ def confidence_threshold(run: MiningRun) -> float:
 
 def _uncertain_ids(run: MiningRun, n: int, seed: int, exclude: Sequence[int]) -> list[tuple[int, int, int]]:
     """(candidate id, 0, 0) of the n candidates whose calibrated confidence is nearest the run's threshold on the
-    confidence scale, nearest first (seeded ties), leaving out `exclude`. Not a probability sample: stratum size 0."""
+    confidence scale, nearest first (seeded ties), leaving out `exclude`: the core's `uncertain_sample` (the code the
+    bench measures) over the run's (id, confidence) pairs, 16 bytes a candidate. Not a probability sample: stratum
+    size 0."""
     threshold = confidence_threshold(run)
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
-            "AND NOT (id = ANY(%s::bigint[])) ORDER BY abs(confidence - %s), md5(id::text || %s), id LIMIT %s",
-            [run.pk, list(exclude), threshold, str(seed), n],
+            "SELECT id, confidence FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
+            "ORDER BY id",
+            [run.pk],
         )
-        return [(r[0], 0, 0) for r in cur.fetchall()]
+        rows = np.array(cur.fetchall(), dtype=np.float64).reshape(-1, 2)
+    ids = rows[:, 0].astype(np.int64)
+    picked = uncertain_sample(rows[:, 1], threshold, n, exclude=np.isin(ids, np.asarray(exclude, np.int64)), seed=seed)
+    return [(int(ids[i]), 0, 0) for i in picked]
 
 
 def _controls(run: MiningRun, n: int, seed: int) -> list[dict[str, Any]]:

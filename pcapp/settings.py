@@ -7,6 +7,7 @@ from urllib.parse import unquote
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from mining.core.defaults import DEFAULT_ENCODER
 from pcapp.queues import STAGE_QUEUES, stage_queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -62,7 +63,7 @@ if SECRET_KEY in ("", DEV_SECRET_KEY, "change-me"):
 PCAPP_COMPUTE_THREADS = env.int("PCAPP_COMPUTE_THREADS", default=1)
 # Processes that run language identification during imports (beside the importing process itself).
 PCAPP_IMPORT_WORKERS = env.int("PCAPP_IMPORT_WORKERS", default=1)
-PCAPP_DEFAULT_ENCODER = env("PCAPP_DEFAULT_ENCODER", default="usem3")
+PCAPP_DEFAULT_ENCODER = env("PCAPP_DEFAULT_ENCODER", default=DEFAULT_ENCODER)
 # A running job's worker renews its lease every quarter of this; a job whose lease expired is stalled (worker gone).
 PCAPP_JOB_LEASE_SECONDS = env.int("PCAPP_JOB_LEASE_SECONDS", default=120)
 

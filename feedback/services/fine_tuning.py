@@ -21,18 +21,16 @@ from django.db import connection, transaction
 from annotation.models import Verdict
 from annotation.selectors import estimable_labels
 from mining.core.calibration.hardneg import review_training_pairs
+from mining.core.defaults import DEFAULT_K  # the before and after figures at a sentence run's default k
 from mining.core.encoders.dan_finetune import FineTuneConfig, fine_tune_dan
 from mining.core.evaluation_report import EvaluationReport, evaluate_encoder
 from mining.models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
+from mining.params import FineTuneParams
 from mining.services.encoders import load_encoder
 from mining.services.evaluation import bucc_from_corpus, gold_pairs_of
-from mining.services.params import SentenceRunParams
 from mining.services.progress import ProgressReporter
 from mining.services.runs import run_record_timing
 from mining.services.training_runs import artefact_create
-
-# Before and after figures at the margin neighbourhood a sentence run uses by default.
-DEFAULT_K = SentenceRunParams().k
 
 FINE_TUNE_PARAMS = {
     "campaign",
@@ -157,16 +155,16 @@ def check_fine_tune(*, base: Artefact, src_lang: str, tgt_lang: str, params: dic
 def execute_fine_tune(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Fine-tune run.encoder on the pair's reviews, evaluate old and new on params.eval_corpus, store the new
     encoder as the next 'dan' version, selectable (is_active) only when the gate passes."""
-    params = dict(run.params)
+    p = FineTuneParams.from_stored(run.params)
     base = run.encoder
-    eval_corpus = check_fine_tune(base=base, src_lang=run.src_lang, tgt_lang=run.tgt_lang, params=params)
-    seed = int(params.get("seed", 0))
+    eval_corpus = check_fine_tune(base=base, src_lang=run.src_lang, tgt_lang=run.tgt_lang, params=p.to_dict())
+    seed = p.seed
     reporter.update(stage="labels", force=True)
     data = review_pairs(
         src_lang=run.src_lang,
         tgt_lang=run.tgt_lang,
-        campaign_id=params.get("campaign"),
-        hard_quantile=float(params.get("hard_quantile", 0.5)),
+        campaign_id=p.campaign,
+        hard_quantile=p.hard_quantile,
     )
     if eval_corpus.pk in data.corpus_ids or eval_corpus.pk == base.trained_on_id:
         raise ValueError(
@@ -182,18 +180,16 @@ def execute_fine_tune(run: MiningRun, reporter: ProgressReporter) -> dict:
         eval_corpus,
         run.src_lang,
         run.tgt_lang,
-        parallel_share=float(params.get("eval_share", 0.2)),
-        n_gold=params.get("eval_gold"),
-        min_words=int(params.get("eval_min_words", 5)),
+        parallel_share=p.eval_share,
+        n_gold=p.eval_gold,
+        min_words=p.eval_min_words,
         seed=seed,
     )
     if len(bucc.gold) < 2:
         raise ValueError(f"the evaluation corpus '{eval_corpus}' gives {len(bucc.gold)} gold pairs; need at least 2")
-    replay = _replay_pairs(base, run.src_lang, run.tgt_lang, int(params.get("replay", 5000)), seed)
+    replay = _replay_pairs(base, run.src_lang, run.tgt_lang, p.replay, seed)
     encoder = load_encoder(base)
-    config = FineTuneConfig(
-        **{k: params[k] for k in ("epochs", "lr", "emb_lr", "validation_share") if k in params}, seed=seed
-    )
+    config = FineTuneConfig(**p.config_overrides(), seed=seed)
     reporter.update(stage="fine-tune", done=0, force=True)
     t0 = time.perf_counter()
     result = fine_tune_dan(

@@ -175,7 +175,7 @@ class RunParams:
             extras -= open_names
             values[cls.SETTINGS] = settings
         for extra in sorted(extras):
-            errors[extra] = f"is not a parameter of {cls.KIND.replace('_', ' ') or cls.__name__} runs"
+            errors[extra] = f"is not a parameter of {cls.KIND or cls.__name__} runs"
         if errors:
             raise ParamsError(errors)
         obj = cls(**values)  # type: ignore[call-arg]

@@ -12,12 +12,14 @@ import numpy as np
 import torch
 from django.db import connection, transaction
 
+from mining.core.files import atomic_path
+
 from ..core.calibration.baselines import IsotonicCalibration, PlattScaling
 from ..core.calibration.head import CalibrationHead
 from ..models import Artefact, ArtefactKind, LanguagePairSetting, MiningRun, SentencePairCandidate
+from ..params import ApplyCalibrationParams, SentenceRunParams
 from .embeddings import embed_side, side_sentences
 from .encoders import artefact_path, load_encoder
-from .params import SentenceRunParams
 
 METHODS = {"head": CalibrationHead, "platt": PlattScaling, "isotonic": IsotonicCalibration}
 DEFAULT_PHI = {"margin": SentenceRunParams().margin.value, "k": SentenceRunParams().k}
@@ -37,9 +39,8 @@ def latest_calibration(*, src_lang: str, tgt_lang: str) -> Artefact | None:
 
 def save_calibrator(model: Any, method: str, path: Path) -> None:
     """Write a fitted calibrator atomically (temporary file, then rename)."""
-    tmp = path.with_suffix(".tmp")
-    torch.save({"method": method, "state": model.state_dict()}, tmp)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        torch.save({"method": method, "state": model.state_dict()}, tmp)
 
 
 def load_calibrator(artefact: Artefact) -> Any:
@@ -51,7 +52,9 @@ def load_calibrator(artefact: Artefact) -> Any:
 def execute_apply_calibration(run: MiningRun, reporter) -> dict:
     """Recompute the calibrated confidence of every candidate of the parent run with params.calibration."""
     target = run.parent
-    artefact = Artefact.objects.get(pk=run.params["calibration"], kind=ArtefactKind.CALIBRATION)
+    artefact = Artefact.objects.get(
+        pk=ApplyCalibrationParams.from_stored(run.params).calibration, kind=ArtefactKind.CALIBRATION
+    )
     reporter.update(stage="apply", force=True)
     n = calibration_apply(run=target, artefact=artefact)
     return {"candidates": n}

@@ -18,7 +18,6 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-import os
 import re
 import tempfile
 import zipfile
@@ -32,6 +31,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.db.models import QuerySet
 
+from mining.core.files import atomic_path
 from pcapp.celery import app as celery_app
 
 from ..models import MiningRun, RunKind, SentencePairCandidate
@@ -323,8 +323,13 @@ def export_file_path(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> Pa
 def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> tuple[Path, int]:
     """Write the export to its file (temporary name, then os.replace); returns (path, pairs written)."""
     path = export_file_path(run=run, rule=rule, fmt=fmt)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
+    with atomic_path(path) as tmp:
+        n = _write_export(tmp, run=run, rule=rule, fmt=fmt)
+    return path, n
+
+
+def _write_export(tmp: Path, *, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> int:
+    """Write the export to `tmp`; returns the pairs written."""
     n = 0
     if fmt is ExportFormat.PARQUET:
         with tmp.open("wb") as fh:
@@ -344,8 +349,7 @@ def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> t
                 n += 1
         if fmt is ExportFormat.TMX:
             n -= 3  # prologue, header and closing chunks
-    os.replace(tmp, path)
-    return path, n
+    return n
 
 
 def export_files(*, run: MiningRun) -> list[Path]:

@@ -169,7 +169,7 @@ def test_the_other_kinds_are_checked_by_their_class_in_run_create(kind) -> None:
     cls = params_class(kind)
     with pytest.raises(ParamsError) as exc:
         run_create(kind=kind, params={"typo": 1}, enqueue=False)
-    assert exc.value.errors["typo"] == f"is not a parameter of {kind.replace('_', ' ')} runs"
+    assert exc.value.errors["typo"] == f"is not a parameter of {kind} runs"
     spec = next(s for s in cls.specs() if bad_value(s) is not None)
     value, message = bad_value(spec)
     with pytest.raises(ParamsError) as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mining.ingest.text import norm_hash
-from mining.models import Corpus, Document, JobStatus, RunKind, Sentence, SentencePairCandidate
+from mining.models import Corpus, Document, JobStatus, MiningRun, RunKind, Sentence, SentencePairCandidate
 from mining.services.embeddings import embeddings_dir
 from mining.services.runs import run_create, run_retry
 from pcapp.jobs import execute_job
@@ -120,7 +120,15 @@ def test_rerun_reuses_embedding_shards(monkeypatch):
 @pytest.mark.django_db
 def test_run_without_sentences_fails_with_a_clear_error():
     corpus = Corpus.objects.create(name="empty", languages=[])
-    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    # refused at the start (check_run_start, in run_create for every entry point) ...
+    with pytest.raises(
+        ValueError, match="src_lang: Corpus empty has no 'en' text.; tgt_lang: Corpus empty has no 'fr'"
+    ):
+        run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    # ... and a run stored anyway fails clearly
+    run = MiningRun.objects.create(
+        kind=RunKind.SENTENCE, src_corpus=corpus, tgt_corpus=corpus, src_lang="en", tgt_lang="fr"
+    )
     execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED

@@ -44,7 +44,7 @@ def test_self_training_reports_every_round_and_never_trains_on_gold_pairs():
     rounds = with_gold.stats["rounds"]
     assert [r["round"] for r in rounds] == list(range(len(rounds))) and len(rounds) >= 2
     assert rounds[0]["n_mutual"] > 150 and rounds[0]["n_pairs"] >= 8 and rounds[0]["best_epoch"] is None
-    assert rounds[1]["best_epoch"] is not None and len(rounds[1]["validation_p_at_1"]) == PARAMS["epochs"] + 1
+    assert rounds[1]["best_epoch"] is not None and len(rounds[1]["held_out_margin"]) == PARAMS["epochs"] + 1
     # The gold pairs give figures: every gold pair whose two texts are on the sides, P@1 of a real encoder.
     assert 0.5 * n_gold < rounds[0]["report"]["gold_pairs"] <= n_gold
     assert 0.5 < rounds[0]["report"]["gold_p_at_1"] <= 1.0
