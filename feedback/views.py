@@ -11,7 +11,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.models import Campaign
-from mining.models import RunKind
+from mining.models import MiningRun, RunKind
 from mining.services.calibrators import threshold_apply
 from mining.services.runs import run_create
 from pcapp.permissions import staff_required
@@ -100,6 +100,9 @@ def calibration_page(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
         "campaigns": Campaign.objects.filter(runs__src_lang=src, runs__tgt_lang=tgt).distinct(),
         "chosen_campaign": int(campaign) if campaign.isdigit() else None,
         "runs": pair_runs(src, tgt)[:20],
+        "applications": MiningRun.objects.filter(kind=RunKind.APPLY_CALIBRATION, src_lang=src, tgt_lang=tgt)
+        .select_related("parent")
+        .order_by("-created_at")[:5],
         **fine_tune_options(src, tgt),
         **threshold,
     }
@@ -181,7 +184,8 @@ def calibration_apply_view(request: HttpRequest, src: str, tgt: str) -> HttpResp
             params={"calibration": artefact.pk},
             name=f"apply {artefact} to run {target.pk}",
         )
-        messages.success(request, f"Applying {artefact} to run {target.pk} (run {run.pk}).")
+        messages.success(request, f"Applying {artefact} to run {target.pk}: this page follows it; its results follow.")
+        return redirect("run-detail", pk=run.pk)  # the job's page: progress, then the link to the run's results
     if scale is not None:
         return redirect(reverse("calibration", args=[src, tgt]) + "?" + urlencode({"scale": scale.key}))
     return redirect("calibration", src=src, tgt=tgt)

@@ -6,11 +6,10 @@ from typing import Any
 
 from django import forms
 
-from .core.defaults import DEFAULT_ENCODER
 from .core.docmethod import DocMethod
 from .core.filters import FilterReason
 from .models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
-from .params import ParamsError, RunParams, params_class
+from .params import DEFAULT_ENCODER, ParamsError, RunParams, params_class
 from .services.runs import check_run_start
 from .words import readable
 

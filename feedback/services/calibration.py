@@ -21,7 +21,7 @@ from mining.core.calibration.crossval import compare_calibrators
 from mining.core.calibration.estimates import stratum_weights
 from mining.models import Artefact, ArtefactKind, MiningRun, RunKind
 from mining.params import CalibrateParams, SentenceRunParams
-from mining.services.calibrators import DEFAULT_PHI, METHODS, save_calibrator
+from mining.services.calibrators import DEFAULT_PHI, calibration_methods, save_calibrator
 from mining.services.embeddings import embed_side, side_sentences
 from mining.services.encoders import load_encoder
 from mining.services.runs import run_record_timing
@@ -228,8 +228,9 @@ def execute_calibrate(run: MiningRun, reporter) -> dict:
         )
     reporter.update(stage="cross-validate", force=True)
     t0 = time.perf_counter()
-    reports = compare_calibrators(METHODS, data.u, data.phi, data.labels, k=5, seed=p.seed, sample_weight=data.weights)
-    model = METHODS[method]().fit(data.u, data.phi, data.labels, sample_weight=data.weights)
+    methods = calibration_methods()
+    reports = compare_calibrators(methods, data.u, data.phi, data.labels, k=5, seed=p.seed, sample_weight=data.weights)
+    model = methods[method]().fit(data.u, data.phi, data.labels, sample_weight=data.weights)
     run_record_timing(run=run, stage="fit", seconds=time.perf_counter() - t0)
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "calibration" / f"run-{run.pk}"
     folder.mkdir(parents=True, exist_ok=True)

@@ -7,10 +7,9 @@ from rest_framework import serializers
 
 from pcapp.roles import run_figures
 
-from ..core.defaults import DEFAULT_ENCODER
 from ..forms import START_KINDS, ExportForm
 from ..models import Artefact, Corpus, MiningRun, Sentence, SentencePairCandidate
-from ..params import RunParams, params_class
+from ..params import DEFAULT_ENCODER, RunParams, params_class
 from ..selectors import run_progress
 
 

@@ -2,6 +2,7 @@
 
 This package imports only the core's enums and defaults, so forms, serializers and commands can read it cheaply."""
 
+from ..core.defaults import DEFAULT_ENCODER, DEFAULT_K
 from .base import ParamsError, ParamSpec, RunParams, param, same_as
 from .kinds import (
     PARAMS,
@@ -22,7 +23,18 @@ from .kinds import (
     stored_params,
 )
 
+
+def default_encoder_name() -> str:
+    """The registry name of the app's default encoder: PCAPP_DEFAULT_ENCODER when set, else DEFAULT_ENCODER."""
+    from django.conf import settings
+
+    return getattr(settings, "PCAPP_DEFAULT_ENCODER", "") or DEFAULT_ENCODER
+
+
 __all__ = [
+    "default_encoder_name",
+    "DEFAULT_ENCODER",
+    "DEFAULT_K",
     "PARAMS",
     "AlignRunParams",
     "ApplyCalibrationParams",

@@ -10,13 +10,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..core.candidates import Strategy
 from ..core.defaults import DEFAULT_ENCODER, DEFAULT_K
-from ..core.docmethod import DocMethod
-from ..core.docsites import SiteScope
-from ..core.docvote import VoteForm
-from ..core.knn import KnnMethod
-from ..core.margin import Margin
+from ..core.enums import DocMethod, KnnMethod, Margin, SiteScope, Strategy, VoteForm
 from .base import ParamsError, RunParams, param, same_as
 
 
@@ -190,15 +185,13 @@ class TrainEncoderParams(RunParams):
 
     @classmethod
     def setting_names(cls, values: dict[str, Any]) -> set[str]:
-        from ..core.encoders.adapter import AdapterConfig
-        from ..core.encoders.dan import DanConfig
+        from ..core.encoders.configs import AdapterConfig, DanConfig
 
         config = AdapterConfig if values.get("model") == EncoderModel.ADAPTER else DanConfig
         return {f.name for f in dataclasses.fields(config)} - {"hidden"} - {s.name for s in cls.specs()}
 
     def check(self) -> None:
-        from ..core.encoders.adapter import AdapterConfig
-        from ..core.encoders.dan import DanConfig
+        from ..core.encoders.configs import AdapterConfig, DanConfig
 
         config = AdapterConfig if self.model == EncoderModel.ADAPTER else DanConfig
         try:
@@ -232,7 +225,7 @@ class TrainDocModelParams(RunParams):
     @classmethod
     def setting_names(cls, values: dict[str, Any]) -> set[str]:
         from ..core.docmatch import HideConfig
-        from ..core.encoders.dan import DanConfig
+        from ..core.encoders.configs import DanConfig
 
         config = HideConfig if values.get("model", DocModel.HIDE) == DocModel.HIDE else DanConfig
         return {f.name for f in dataclasses.fields(config)} - {s.name for s in cls.specs()}

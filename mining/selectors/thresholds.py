@@ -10,17 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
 from ..models import LanguagePairSetting, MiningRun
-from ..params import ParamsError, stored_params
+from ..params import ParamsError, default_encoder_name, stored_params
 
 
 def encoder_label(run: MiningRun) -> str:
     """The encoder a run scores with, "name vN" (a run not yet given one uses the built-in default, version 1)."""
     if run.encoder_id is not None and run.encoder is not None:
         return f"{run.encoder.name} v{run.encoder.version}"
-    return f"{settings.PCAPP_DEFAULT_ENCODER} v1"
+    return f"{default_encoder_name()} v1"
 
 
 def scale_key(run: MiningRun) -> str:

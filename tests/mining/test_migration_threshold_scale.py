@@ -1,4 +1,4 @@
-"""Migration 0010 places each stored threshold on the scale of the runs it was found on, or drops it when those runs
+"""Migration 0012 places each stored threshold on the scale of the runs it was found on, or drops it when those runs
 span several scoring configurations (its number mixed scales)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.factories.mining import MiningRunFactory, SentencePairCandidateFactor
 
 pytestmark = pytest.mark.django_db
 
-migration = importlib.import_module("mining.migrations.0010_h27a_threshold_scale")
+migration = importlib.import_module("mining.migrations.0012_h27a_threshold_scale")
 
 
 def test_a_setting_gets_the_key_of_its_labelled_runs_or_is_dropped(capsys) -> None:

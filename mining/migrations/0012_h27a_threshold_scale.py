@@ -20,7 +20,7 @@ def _key(run) -> str:
     encoder = (
         f"{run.encoder.name} v{run.encoder.version}"
         if run.encoder_id is not None
-        else f"{getattr(settings, 'PCAPP_DEFAULT_ENCODER', 'usem3')} v1"
+        else f"{getattr(settings, 'PCAPP_DEFAULT_ENCODER', '') or 'usem3'} v1"
     )
     p = {**_DEFAULTS, **{k: v for k, v in (run.params or {}).items() if v is not None}}
     return f"{encoder}/{str(p['margin']).lower()}/k={int(p['k'])}/{str(p['strategy']).lower()}"
@@ -47,7 +47,7 @@ def place_settings(apps, schema_editor):
             continue
         why = f"its runs span {len(keys)} scoring configurations ({'; '.join(keys)})" if keys else "no run is left"
         print(
-            f"\n  mining 0010: dropped the {setting.src_lang}-{setting.tgt_lang} threshold {setting.threshold:.4f}: "
+            f"\n  mining 0012: dropped the {setting.src_lang}-{setting.tgt_lang} threshold {setting.threshold:.4f}: "
             f"{why}, so its scale is unknown. Choose it again on the calibration page."
         )
         setting.delete()
@@ -55,7 +55,7 @@ def place_settings(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("mining", "0009_crawl_documents_and_import_parts"),
+        ("mining", "0011_h30_job_enqueued_at"),
         ("annotation", "0004_sentence_pair_statement_guard"),
     ]
 
