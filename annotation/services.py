@@ -20,7 +20,7 @@ from mining.models import (
     RunKind,
     SentencePairCandidate,
 )
-from mining.selectors import run_threshold
+from mining.selectors import run_threshold, samples
 from pcapp.dbretry import retry_on_conflict
 from pcapp.roles import is_staff
 
@@ -79,21 +79,10 @@ def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]
                 f"{run.src_lang}-{run.tgt_lang}, and too few pairs for a default): give one"
             )
         total = qs.count()
-        with connection.cursor() as cur:
-            cur.execute(
-                "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s ORDER BY abs(score - %s), id LIMIT %s",
-                [run.pk, threshold, n],
-            )
-            return [(r[0], 0, total) for r in cur.fetchall()]
+        return [(pk, 0, total) for pk in samples.ids_nearest_score(run=run, score=threshold, n=n)]
     if sampler == Sampler.UNIFORM:
         total = qs.count()
-        with connection.cursor() as cur:
-            cur.execute(
-                "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s "
-                "ORDER BY md5(id::text || %s), id LIMIT %s",
-                [run.pk, str(seed), n],
-            )
-            return [(r[0], 0, total) for r in cur.fetchall()]
+        return [(pk, 0, total) for pk in samples.ids_seeded(run=run, seed=seed, n=n)]
     if sampler == Sampler.UNCERTAIN:
         return _uncertain_ids(run, n, seed, exclude=[])
     if sampler == Sampler.STRATIFIED:
@@ -102,19 +91,7 @@ def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]
             return []
         lo, hi = stats["lo"], stats["hi"] + 1e-9
         per_band = max(1, n // bands)
-        with connection.cursor() as cur:
-            cur.execute(
-                """
-                WITH b AS (SELECT id, width_bucket(score, %s, %s, %s) - 1 AS band,
-                                  row_number() OVER (PARTITION BY width_bucket(score, %s, %s, %s)
-                                                     ORDER BY md5(id::text || %s), id) AS k
-                           FROM mining_sentencepaircandidate WHERE run_id = %s),
-                     sizes AS (SELECT band, count(*) AS size FROM b GROUP BY band)
-                SELECT b.id, b.band, sizes.size FROM b JOIN sizes USING (band) WHERE b.k <= %s ORDER BY b.band, b.k
-                """,
-                [lo, hi, bands, lo, hi, bands, str(seed), run.pk, per_band],
-            )
-            return [(r[0], int(r[1]), int(r[2])) for r in cur.fetchall()]
+        return samples.ids_by_score_band(run=run, lo=lo, hi=hi, bands=bands, seed=seed, per_band=per_band)
     raise ReviewError(f"unknown sampler '{sampler}'")
 
 
@@ -127,42 +104,26 @@ def confidence_threshold(run: MiningRun) -> float:
     source-aware head. Raises ReviewError when the pair has no stored threshold or the run no calibrated confidences.
     """
     setting = LanguagePairSetting.objects.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).first()
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT count(*), count(*) FILTER (WHERE score >= %s) FROM mining_sentencepaircandidate "
-            "WHERE run_id = %s AND confidence IS NOT NULL",
-            [setting.threshold if setting else 0.0, run.pk],
+    n_calibrated, n_kept = samples.calibrated_counts(run=run, min_score=setting.threshold if setting else 0.0)
+    if n_calibrated == 0:
+        raise ReviewError(
+            f"the uncertain sampler needs calibrated confidences, and run '{run}' has none: apply "
+            f"a calibration model to it first (calibration page of {run.src_lang}-{run.tgt_lang})"
         )
-        n_calibrated, n_kept = cur.fetchone()
-        if n_calibrated == 0:
-            raise ReviewError(
-                f"the uncertain sampler needs calibrated confidences, and run '{run}' has none: apply "
-                f"a calibration model to it first (calibration page of {run.src_lang}-{run.tgt_lang})"
-            )
-        if setting is None:
-            raise ReviewError(
-                f"the uncertain sampler needs the threshold of {run.src_lang}-{run.tgt_lang}, and none "
-                "is stored: choose one on the calibration page first"
-            )
-        cur.execute(
-            "SELECT confidence FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
-            "ORDER BY confidence DESC, id OFFSET %s LIMIT 1",
-            [run.pk, max(n_kept - 1, 0)],
+    if setting is None:
+        raise ReviewError(
+            f"the uncertain sampler needs the threshold of {run.src_lang}-{run.tgt_lang}, and none "
+            "is stored: choose one on the calibration page first"
         )
-        return float(cur.fetchone()[0])
+    return samples.confidence_at(run=run, position=max(n_kept - 1, 0))
 
 
 def _uncertain_ids(run: MiningRun, n: int, seed: int, exclude: Sequence[int]) -> list[tuple[int, int, int]]:
     """(candidate id, 0, 0) of the n candidates whose calibrated confidence is nearest the run's threshold on the
     confidence scale, nearest first (seeded ties), leaving out `exclude`. Not a probability sample: stratum size 0."""
     threshold = confidence_threshold(run)
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
-            "AND NOT (id = ANY(%s::bigint[])) ORDER BY abs(confidence - %s), md5(id::text || %s), id LIMIT %s",
-            [run.pk, list(exclude), threshold, str(seed), n],
-        )
-        return [(r[0], 0, 0) for r in cur.fetchall()]
+    ids = samples.ids_nearest_confidence(run=run, confidence=threshold, seed=seed, n=n, exclude=exclude)
+    return [(pk, 0, 0) for pk in ids]
 
 
 def _controls(run: MiningRun, n: int, seed: int) -> list[dict[str, Any]]:
