@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import factory
+import numpy as np
 from factory.django import DjangoModelFactory
 
 from mining.ingest.text import norm_hash
@@ -250,3 +251,86 @@ def execute_run(**kw) -> MiningRun:
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED, run.error
     return run
+
+
+SYNTHETIC_DIM = 96
+_WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
+
+
+class _TableEncoder:
+    """Looks each text's vector up in a table (rows L2-normalised)."""
+
+    def __init__(self, table: dict[str, np.ndarray]) -> None:
+        self.table = table
+
+    def encode(self, texts: list[str], lang: str) -> np.ndarray:
+        return np.stack([self.table[t] for t in texts]).astype(np.float32)
+
+
+def _text(rng: np.random.Generator, i: int, lang: str) -> str:
+    return f"{' '.join(rng.choice(_WORDS, 5))} {lang} item {i}"
+
+
+def synthetic_corpus(n: int, register_encoder, *, seed: int = 0, name: str = "synthetic") -> tuple[Corpus, Artefact]:
+    """n English and n French sentences; 70 % of them planted pairs (noisy copies), the rest unrelated."""
+    rng = np.random.default_rng(seed)
+    src = rng.standard_normal((n, SYNTHETIC_DIM)).astype(np.float32)
+    tgt = rng.standard_normal((n, SYNTHETIC_DIM)).astype(np.float32)
+    perm = rng.permutation(n)
+    planted = perm[: int(0.7 * n)]
+    tgt[planted] = src[np.arange(len(planted))] + 0.6 * rng.standard_normal((len(planted), SYNTHETIC_DIM))
+    src /= np.linalg.norm(src, axis=1, keepdims=True)
+    tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
+    corpus = Corpus.objects.create(name=name, languages=["en", "fr"])
+    table: dict[str, np.ndarray] = {}
+    rows = []
+    for lang, emb in (("en", src), ("fr", tgt)):
+        doc = Document.objects.create(corpus=corpus, lang=lang, external_id=f"doc-{lang}")
+        for i in range(n):
+            text = _text(rng, i, lang)
+            table[text] = emb[i]
+            rows.append(
+                Sentence(
+                    corpus=corpus,
+                    document=doc,
+                    lang=lang,
+                    position=i,
+                    text=text,
+                    norm_hash=norm_hash(text),
+                    detected_lang=lang,
+                )
+            )
+    Sentence.objects.bulk_create(rows, batch_size=5000)
+    encoder_name = f"table-{name}"
+    register_encoder(encoder_name, lambda threads=1, **_: _TableEncoder(table))
+    artefact = Artefact.objects.create(kind=ArtefactKind.ENCODER, name=encoder_name, version=1, params={})
+    return corpus, artefact
+
+
+def sentence_run(corpus: Corpus, encoder: Artefact, *, enqueue: bool, **params) -> MiningRun:
+    """An en-fr sentence run of the corpus with the encoder (k = 4 unless params say), created (and queued with
+    `enqueue`)."""
+    return run_create(
+        kind=RunKind.SENTENCE,
+        src_corpus=corpus,
+        src_lang="en",
+        tgt_lang="fr",
+        encoder=encoder,
+        params={"k": 4, **params},
+        enqueue=enqueue,
+    )
+
+
+def inline_sentence_run(corpus: Corpus, encoder: Artefact, **params) -> MiningRun:
+    """``sentence_run`` executed in this process; it must succeed."""
+    run = sentence_run(corpus, encoder, enqueue=False, **params)
+    execute_job(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED, run.error
+    return run
+
+
+def run_state(run: MiningRun) -> str:
+    """A run's status, stage and error as stored now (for assertion messages)."""
+    run.refresh_from_db()
+    return f"run {run.pk} {run.status} stage={run.stage} error={run.error!r}"
