@@ -20,7 +20,7 @@ from mining.models import (
     RunKind,
     SentencePairCandidate,
 )
-from mining.selectors import run_threshold, run_threshold_info
+from mining.selectors import run_threshold, run_threshold_info, samples
 from pcapp.dbretry import retry_on_conflict
 from pcapp.roles import is_staff
 
@@ -79,21 +79,10 @@ def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]
                 f"{run.src_lang}-{run.tgt_lang}, and too few pairs for a default): give one"
             )
         total = qs.count()
-        with connection.cursor() as cur:
-            cur.execute(
-                "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s ORDER BY abs(score - %s), id LIMIT %s",
-                [run.pk, threshold, n],
-            )
-            return [(r[0], 0, total) for r in cur.fetchall()]
+        return [(pk, 0, total) for pk in samples.ids_nearest_score(run=run, score=threshold, n=n)]
     if sampler == Sampler.UNIFORM:
         total = qs.count()
-        with connection.cursor() as cur:
-            cur.execute(
-                "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s "
-                "ORDER BY md5(id::text || %s), id LIMIT %s",
-                [run.pk, str(seed), n],
-            )
-            return [(r[0], 0, total) for r in cur.fetchall()]
+        return [(pk, 0, total) for pk in samples.ids_seeded(run=run, seed=seed, n=n)]
     if sampler == Sampler.UNCERTAIN:
         return _uncertain_ids(run, n, seed, exclude=[])
     if sampler == Sampler.STRATIFIED:
@@ -102,19 +91,7 @@ def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]
             return []
         lo, hi = stats["lo"], stats["hi"] + 1e-9
         per_band = max(1, n // bands)
-        with connection.cursor() as cur:
-            cur.execute(
-                """
-                WITH b AS (SELECT id, width_bucket(score, %s, %s, %s) - 1 AS band,
-                                  row_number() OVER (PARTITION BY width_bucket(score, %s, %s, %s)
-                                                     ORDER BY md5(id::text || %s), id) AS k
-                           FROM mining_sentencepaircandidate WHERE run_id = %s),
-                     sizes AS (SELECT band, count(*) AS size FROM b GROUP BY band)
-                SELECT b.id, b.band, sizes.size FROM b JOIN sizes USING (band) WHERE b.k <= %s ORDER BY b.band, b.k
-                """,
-                [lo, hi, bands, lo, hi, bands, str(seed), run.pk, per_band],
-            )
-            return [(r[0], int(r[1]), int(r[2])) for r in cur.fetchall()]
+        return samples.ids_by_score_band(run=run, lo=lo, hi=hi, bands=bands, seed=seed, per_band=per_band)
     raise ReviewError(f"unknown sampler '{sampler}'")
 
 
@@ -130,30 +107,19 @@ def confidence_threshold(run: MiningRun) -> float:
     """
     info = run_threshold_info(run)
     chosen = info.value if info.source in ("run", "calibrated") else None
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT count(*), count(*) FILTER (WHERE score >= %s) FROM mining_sentencepaircandidate "
-            "WHERE run_id = %s AND confidence IS NOT NULL",
-            [chosen if chosen is not None else 0.0, run.pk],
+    n_calibrated, n_kept = samples.calibrated_counts(run=run, min_score=chosen if chosen is not None else 0.0)
+    if n_calibrated == 0:
+        raise ReviewError(
+            f"the uncertain sampler needs calibrated confidences, and run '{run}' has none: apply "
+            f"a calibration model to it first (calibration page of {run.src_lang}-{run.tgt_lang})"
         )
-        n_calibrated, n_kept = cur.fetchone()
-        if n_calibrated == 0:
-            raise ReviewError(
-                f"the uncertain sampler needs calibrated confidences, and run '{run}' has none: apply "
-                f"a calibration model to it first (calibration page of {run.src_lang}-{run.tgt_lang})"
-            )
-        if chosen is None:
-            raise ReviewError(
-                f"the uncertain sampler needs the threshold of {run.src_lang}-{run.tgt_lang}, and none "
-                f"is stored for run '{run}'s scoring configuration ({info.scale_key}): choose one on the calibration "
-                "page first"
-            )
-        cur.execute(
-            "SELECT confidence FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
-            "ORDER BY confidence DESC, id OFFSET %s LIMIT 1",
-            [run.pk, max(n_kept - 1, 0)],
+    if chosen is None:
+        raise ReviewError(
+            f"the uncertain sampler needs the threshold of {run.src_lang}-{run.tgt_lang}, and none "
+            f"is stored for run '{run}'s scoring configuration ({info.scale_key}): choose one on the calibration "
+            "page first"
         )
-        return float(cur.fetchone()[0])
+    return samples.confidence_at(run=run, position=max(n_kept - 1, 0))
 
 
 def _uncertain_ids(run: MiningRun, n: int, seed: int, exclude: Sequence[int]) -> list[tuple[int, int, int]]:
@@ -162,13 +128,7 @@ def _uncertain_ids(run: MiningRun, n: int, seed: int, exclude: Sequence[int]) ->
     bench measures) over the run's (id, confidence) pairs, 16 bytes a candidate. Not a probability sample: stratum
     size 0."""
     threshold = confidence_threshold(run)
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT id, confidence FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
-            "ORDER BY id",
-            [run.pk],
-        )
-        rows = np.array(cur.fetchall(), dtype=np.float64).reshape(-1, 2)
+    rows = np.asarray(samples.calibrated_confidences(run=run), dtype=np.float64).reshape(-1, 2)
     ids = rows[:, 0].astype(np.int64)
     picked = uncertain_sample(rows[:, 1], threshold, n, exclude=np.isin(ids, np.asarray(exclude, np.int64)), seed=seed)
     return [(int(ids[i]), 0, 0) for i in picked]

@@ -18,6 +18,19 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
 
+SLOW_FIXTURES = {"celery_worker_process", "celery_workers"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `slow` what starts real worker processes, a browser or a clone of the checkout (the million-row tests carry
+    the mark themselves), so that `-m "not slow"` gives a quick run; the default run still runs everything."""
+    for item in items:
+        if any(item.get_closest_marker(name) for name in ("worker", "browser", "clone")):
+            item.add_marker(pytest.mark.slow)
+        elif SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _torch_threads_restored() -> Iterator[None]:
     """A test that changes torch's process-wide thread count leaves it as it found it."""

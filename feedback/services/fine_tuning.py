@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from annotation.models import Verdict
 from annotation.selectors import estimable_labels
@@ -24,6 +24,7 @@ from mining.core.calibration.hardneg import review_training_pairs
 from mining.core.defaults import DEFAULT_K  # the before and after figures at a sentence run's default k
 from mining.models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
 from mining.params import FineTuneParams
+from mining.selectors import samples
 from mining.services.encoders import load_encoder
 from mining.services.evaluation import bucc_from_corpus, gold_pairs_of
 from mining.services.progress import ProgressReporter
@@ -89,7 +90,7 @@ def review_pairs(
         votes[pair_id] += 1 if verdict == Verdict.GOOD else -1
         info[pair_id] = (run_id, score, src, tgt, s_corpus, t_corpus)
     decided = [pid for pid, v in votes.items() if v != 0]
-    cut = _run_quantiles({info[pid][0] for pid in decided}, hard_quantile)
+    cut = samples.score_quantiles(run_ids={info[pid][0] for pid in decided}, q=hard_quantile)
     positives: list[tuple[str, str]] = []
     hard: list[tuple[str, str]] = []
     by_run: dict[int, list[int]] = defaultdict(list)
@@ -103,19 +104,6 @@ def review_pairs(
         hard += [info[pids[i]][2:4] for i in neg]
     corpora = frozenset(c for pid in decided for c in info[pid][4:6])
     return ReviewPairs(positives, hard, len(decided), corpora)
-
-
-def _run_quantiles(run_ids: set[int], q: float) -> dict[int, float]:
-    """The q-quantile of each run's candidate scores, computed in the database."""
-    if not run_ids:
-        return {}
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT run_id, percentile_cont(%s) WITHIN GROUP (ORDER BY score) "
-            "FROM mining_sentencepaircandidate WHERE run_id = ANY(%s) GROUP BY run_id",
-            [q, list(run_ids)],
-        )
-        return {run_id: float(value) for run_id, value in cur.fetchall()}
 
 
 def _figures(report: EvaluationReport) -> dict[str, Any]:

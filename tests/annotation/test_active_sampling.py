@@ -15,7 +15,7 @@ from feedback.services.calibration import threshold_labels
 from mining.models import LanguagePairSetting, SentencePairCandidate
 from mining.selectors import scale_key
 from pcapp.roles import reviewers_group
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import Campaign, CampaignItem
 from annotation.spec import DEFAULT_GUIDELINES, DEFAULTS, CampaignSpec, CampaignSpecError, Sampler
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 
 def test_defaults_are_the_models_and_a_bare_spec_takes_them():

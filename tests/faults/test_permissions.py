@@ -23,8 +23,7 @@ from annotation.services import campaign_create, item_claim, label_submit
 from annotation.spec import CampaignSpec
 from mining.models import DocumentPairCandidate, RunKind
 from pcapp.roles import ACCESS, LOGIN, Access, Role, access_markdown, reviewers_group
-from tests.factories.mining import CorpusFactory, DocumentFactory, MiningRunFactory
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import CorpusFactory, DocumentFactory, MiningRunFactory, make_run
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "PERMISSIONS.md"
 

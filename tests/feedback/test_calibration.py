@@ -17,12 +17,12 @@ from mining.services.calibrators import threshold_apply
 from mining.services.runs import run_create
 from pcapp.jobs import execute_job
 from pcapp.roles import reviewers_group
-from tests.mining.services.test_mining_runs import PAIRS, _corpus
+from tests.factories.mining import PAIRS, pairs_corpus
 
 
 @pytest.mark.django_db
 def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user_model):
-    corpus = _corpus("calib")
+    corpus = pairs_corpus("calib")
     # Mine with a sentence side that has distractors too, so there are GOOD and BAD candidates.
     run = run_create(
         kind=RunKind.SENTENCE,
@@ -107,7 +107,7 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
 def test_calibration_page_threshold_panel_and_apply(staff_client, django_user_model):
     from django.urls import reverse
 
-    from tests.mining.views.test_results import make_run
+    from tests.factories.mining import make_run
 
     run = make_run(10, scores=[2.0 - 0.1 * i for i in range(10)])
     other = django_user_model.objects.create_user("lab", password="pw-lab-1234", is_staff=True)
@@ -141,7 +141,7 @@ def test_calibration_trains_on_uncertain_labels_that_threshold_estimates_leave_o
     from annotation.models import CampaignItem, Sampler
     from feedback.services.calibration import labelled_pairs, threshold_labels
 
-    corpus = _corpus("active")
+    corpus = pairs_corpus("active")
     run = run_create(
         kind=RunKind.SENTENCE,
         src_corpus=corpus,

@@ -28,7 +28,7 @@ from mining.models import (
 from mining.services.encoders import encoder_default, load_encoder
 from mining.services.runs import run_create
 from pcapp.jobs import execute_job
-from tests.mining.services.test_mining_runs import PAIRS
+from tests.factories.mining import PAIRS
 
 TSV = Path(__file__).resolve().parents[1] / "data" / "import" / "admin-en-fr.tsv"
 # Real en-fr pairs: Django admin's own strings and their French translations (40, header skipped).

@@ -101,9 +101,9 @@ def test_with_the_subword_dan_a_combined_encoder_is_registered_and_gold_pairs_st
 
 @pytest.mark.django_db
 def test_self_train_command_runs_in_process_and_names_bad_parameters():
-    from tests.mining.services.test_mining_runs import _corpus
+    from tests.factories.mining import pairs_corpus
 
-    _corpus("self-mini")
+    pairs_corpus("self-mini")
     with pytest.raises(CommandError, match="no corpus named 'nope'"):
         call_command("self_train", "nope", "--src", "en", "--tgt", "fr")
     with pytest.raises(CommandError, match="rounds: must be at least 1 \\(got 0\\)"):

@@ -9,23 +9,9 @@ from django.urls import reverse
 
 from mining.models import GoldSentencePair, Sentence, SentencePairCandidate
 from mining.selectors import candidate_page, run_compare, score_histogram
-from tests.factories.mining import MiningRunFactory, SentenceFactory
+from tests.factories.mining import MiningRunFactory, make_run
 
 pytestmark = pytest.mark.django_db
-
-
-def make_run(n: int = 6, *, run=None, scores=None, reasons=None, texts=None, **run_kwargs):
-    """A run with n candidates ranked by descending score (score 1.5, 1.4, ... by default)."""
-    run = run or MiningRunFactory(**run_kwargs)
-    scores = scores or [1.5 - 0.1 * i for i in range(n)]
-    for i, score in enumerate(scores):
-        src_text, tgt_text = texts[i] if texts else (f"source {i}", f"cible {i}")
-        src = SentenceFactory(document__corpus=run.src_corpus, document__lang="en", text=src_text)
-        tgt = SentenceFactory(document__corpus=run.tgt_corpus, document__lang="fr", text=tgt_text)
-        SentencePairCandidate.objects.create(
-            run=run, src=src, tgt=tgt, cosine=0.5, score=score, rank=i + 1, filter_reason=(reasons or {}).get(i, "")
-        )
-    return run
 
 
 def test_results_lists_candidates_in_rank_order_with_escaped_text(staff_client):
