@@ -21,4 +21,10 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Review and campaigns"
 
     def ready(self) -> None:
+        """Give mining's results the reviewers' labels (mining never imports this app: it asks a provider)."""
+        from mining.selectors.labels import provide_label_model
+
+        from .models import Label
+
+        provide_label_model(Label)
         post_migrate.connect(_ensure_reviewers_group, sender=self, dispatch_uid="annotation-reviewers-group")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django import db
 
 from .models import Corpus, MiningRun
 from .services.corpora import corpus_refresh_stats
@@ -64,7 +65,17 @@ def _shard(run_id: int, stage: str, shard_no: int) -> dict:
 # queue (settings.CELERY_TASK_ROUTES). acks_late: a task whose worker dies before it finished comes back;
 # reject_on_worker_lost: a pool process killed under it sends it back to the queue at once (safe: a shard is
 # claimed with a lease and its output replaced atomically, so running it twice writes it once).
-_SHARD_OPTIONS = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+# A shard that finds the database away is sent again with a growing, jittered delay (1, 2, 4, 8, then 10 s or less)
+# instead of being lost with its message.
+_SHARD_OPTIONS = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "ignore_result": True,
+    "autoretry_for": (db.OperationalError, db.InterfaceError),
+    "retry_backoff": 1,
+    "retry_backoff_max": 10,
+    "max_retries": 100,
+}
 
 
 @shared_task(name="mining.shard_embed", **_SHARD_OPTIONS)

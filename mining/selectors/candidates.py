@@ -6,21 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.apps import apps
 from django.db import connection, models
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from ..models import DocumentPairCandidate, MiningRun, RunKind, SentencePairCandidate, Verdict
+from .labels import label_model
 
 GOOD, BAD = Verdict.GOOD.value, Verdict.BAD.value
-
-
-def label_model() -> type[models.Model] | None:
-    """annotation.Label when the annotation app has it (verdict GOOD/BAD, FK sentence_pair), else None."""
-    try:
-        return apps.get_model("annotation", "Label")
-    except LookupError:
-        return None
 
 
 def kept_q(*, threshold: float | None, include_filtered: bool = False) -> Q:
