@@ -97,7 +97,7 @@ def ordered_timings(timings: dict[str, Any] | None) -> list[tuple[str, float]]:
 def shown(value: Any) -> str:
     """A stored value as a page prints it: flags as yes / no, nothing as "–", numbers with at most 4 decimals (so
     no 1.1733485460281372), anything else as it is."""
-    if value is None:
+    if value is None or value == "":
         return "–"
     if isinstance(value, bool):
         return "yes" if value else "no"
