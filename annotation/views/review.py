@@ -139,5 +139,11 @@ def history_item(request: HttpRequest, pk: int, n: int) -> HttpResponse:
     return render(
         request,
         "annotation/review.html#history-card",
-        {"campaign": campaign, "past": labels[n], "n": n, "n_done": len(labels)},
+        {
+            "campaign": campaign,
+            "past": labels[n],
+            "past_reasons": [Reason(r).label if r in Reason.values else r for r in labels[n].reasons or []],
+            "n": n,
+            "n_done": len(labels),
+        },
     )

@@ -9,11 +9,12 @@ from typing import Any
 from django import template
 
 from ..selectors import job_bar, run_threshold_info
-from ..words import ordered_timings, readable
+from ..words import ordered_timings, readable, shown
 
 register = template.Library()
 
 register.filter("readable", readable)
+register.filter("shown", shown)
 register.filter("ordered_timings", ordered_timings)
 
 
@@ -21,6 +22,15 @@ register.filter("ordered_timings", ordered_timings)
 def scalar(value: Any) -> bool:
     """True for values a page can print as they are (not dicts or lists)."""
     return not isinstance(value, dict | list | tuple)
+
+
+@register.filter
+def percent(value: Any) -> str:
+    """A share (0..1) as the pages print shares: a whole percent ("89 %"); "–" for none."""
+    try:
+        return f"{float(value) * 100:.0f} %"
+    except (TypeError, ValueError):
+        return "–"
 
 
 @register.filter
