@@ -19,14 +19,19 @@ def refresh_corpus_stats(corpus_id: int) -> dict:
 
 @shared_task(name="mining.export_run")
 def export_run(
-    run_id: int, fmt: str, mode: str = "threshold", threshold: float | None = None, include_filtered: bool = False
+    run_id: int,
+    fmt: str,
+    mode: str = "threshold",
+    threshold: float | None = None,
+    include_filtered: bool = False,
+    header: bool = False,
 ) -> dict:
     """Write a run's kept bitext to PCAPP_DATA_DIR/exports/ (for sets too large to stream comfortably)."""
     from .services.export import ExportFormat, KeepMode, KeepRule, export_build_file
 
     run = MiningRun.objects.select_related("encoder").get(pk=run_id)
     rule = KeepRule(mode=KeepMode(mode), threshold=threshold, include_filtered=include_filtered)
-    path, n = export_build_file(run=run, rule=rule, fmt=ExportFormat(fmt))
+    path, n = export_build_file(run=run, rule=rule, fmt=ExportFormat(fmt), header=header)
     return {"run_id": run_id, "file": path.name, "pairs": n}
 
 
