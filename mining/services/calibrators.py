@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from ..models import Artefact, ArtefactKind, LanguagePairSetting, MiningRun, SentencePairCandidate
 from .embeddings import embed_side, side_sentences
 from .encoders import artefact_path, load_encoder
+from .files import removed_on_error
 from .params import SentenceRunParams
 
 METHOD_NAMES = ("head", "platt", "isotonic")
@@ -55,8 +56,9 @@ def save_calibrator(model: Any, method: str, path: Path) -> None:
     import torch
 
     tmp = path.with_suffix(".tmp")
-    torch.save({"method": method, "state": model.state_dict()}, tmp)
-    tmp.replace(path)
+    with removed_on_error(tmp):
+        torch.save({"method": method, "state": model.state_dict()}, tmp)
+        tmp.replace(path)
 
 
 def load_calibrator(artefact: Artefact) -> Any:

@@ -21,6 +21,7 @@ import numpy as np
 from django.conf import settings
 
 from ..models import Artefact, Corpus, Sentence
+from .files import removed_on_error
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +130,7 @@ def save_shard(path: Path, ids: np.ndarray, emb: np.ndarray) -> np.ndarray:
     """Store float32 embeddings as float16 (temp file, then an atomic rename); returns them as stored (float32)."""
     half = np.asarray(emb).astype(np.float16)
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, ids=ids, emb=half)
-    os.replace(tmp, path)
+    with removed_on_error(tmp):  # a full or read-only disk leaves no partial file behind
+        np.savez(tmp, ids=ids, emb=half)
+        os.replace(tmp, path)
     return half.astype(np.float32)

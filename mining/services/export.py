@@ -39,6 +39,7 @@ from ..models import MiningRun, RunKind, SentencePairCandidate
 from ..selectors import annotate_labels, kept_q, run_threshold
 from .export_documents import SENTENCE_ROW_FIELDS, DocumentKeep, bitext_rows, document_records
 from .export_parquet import write_parquet
+from .files import removed_on_error
 
 CHUNK = 2000
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -339,27 +340,30 @@ def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, head
     path = export_file_path(run=run, rule=rule, fmt=fmt, header=header)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
-    n = 0
-    if fmt is ExportFormat.PARQUET:
-        with tmp.open("wb") as fh:
-            n = write_parquet(export_rows(run, rule), fh, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang)
-    elif fmt is ExportFormat.MOSES:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            for side in MOSES_SIDES:
-                with zf.open(export_filename(run=run, rule=rule, fmt=fmt, side=side), "w") as fh:
-                    n = 0
-                    for line in _moses(run, rule, side):
-                        fh.write(line.encode())
-                        n += 1
-    else:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for chunk in export_stream(run=run, rule=rule, fmt=fmt, header=header):
-                fh.write(chunk)
-                n += 1
-        n -= 1 if header else 0
-        if fmt is ExportFormat.TMX:
-            n -= 3  # prologue, header and closing chunks
-    os.replace(tmp, path)
+    with removed_on_error(tmp):  # a full or read-only disk leaves no partial file behind
+        n = 0
+        if fmt is ExportFormat.PARQUET:
+            with tmp.open("wb") as fh:
+                n = write_parquet(
+                    export_rows(run, rule), fh, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang
+                )
+        elif fmt is ExportFormat.MOSES:
+            with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+                for side in MOSES_SIDES:
+                    with zf.open(export_filename(run=run, rule=rule, fmt=fmt, side=side), "w") as fh:
+                        n = 0
+                        for line in _moses(run, rule, side):
+                            fh.write(line.encode())
+                            n += 1
+        else:
+            with tmp.open("w", encoding="utf-8") as fh:
+                for chunk in export_stream(run=run, rule=rule, fmt=fmt, header=header):
+                    fh.write(chunk)
+                    n += 1
+            n -= 1 if header else 0
+            if fmt is ExportFormat.TMX:
+                n -= 3  # prologue, header and closing chunks
+        os.replace(tmp, path)
     return path, n
 
 
