@@ -102,3 +102,41 @@ def test_a_failed_embedding_cache_write_leaves_no_temp_file(tmp_path: Path, monk
     save_shard(path, ids, emb)  # the retry
     assert [p.name for p in folder.iterdir()] == ["shard-00000.npz"]
     assert np.array_equal(load_shard(path, ids), emb)
+
+
+@pytest.mark.parametrize(
+    "code, message", [(errno.EROFS, "Read-only file system"), (errno.ENOSPC, "No space left on device")]
+)
+def test_a_run_whose_data_folder_fails_fails_clearly_leaves_no_temp_file_and_resumes_on_retry(
+    transactional_db, settings, register_encoder, monkeypatch, code, message
+) -> None:
+    from mining.models import SentencePairCandidate as Cand
+    from mining.services.jobs import job_reset_for_retry
+    from mining.services.shards import plan, run_dir
+    from pcapp.jobs import execute_job
+    from tests.faults.test_worker_faults import _inline, _run, _synthetic
+
+    settings.PCAPP_SHARD_ROWS = 100
+    corpus, encoder = _synthetic(300, register_encoder, seed=7, name=f"disk-{code}")
+    ref = _inline(corpus, encoder)
+    real = plan.os.replace
+
+    def failing(src, dst):
+        if "search" in str(dst):  # the data folder fails in the middle of the run
+            raise OSError(code, message)
+        return real(src, dst)
+
+    monkeypatch.setattr(plan.os, "replace", failing)
+    run = _run(corpus, encoder, enqueue=False)
+    execute_job(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.FAILED and message in run.error, run.error
+    assert not [p for p in run_dir(run.pk).rglob("*") if ".tmp" in p.name]
+    monkeypatch.setattr(plan.os, "replace", real)  # the disk is writable again
+    job_reset_for_retry(job=run)
+    execute_job(run=run)
+    run.refresh_from_db()
+    assert run.status == JobStatus.SUCCEEDED, run.error
+    got = set(Cand.objects.filter(run=run).values_list("src_id", "tgt_id"))
+    assert got == set(Cand.objects.filter(run=ref).values_list("src_id", "tgt_id"))
+    assert not [p for p in run_dir(run.pk).rglob("*") if ".tmp" in p.name]
