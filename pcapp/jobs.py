@@ -17,7 +17,7 @@ from django import db
 from mining.models import ImportJob, MiningRun, RunKind
 from mining.services.execute import RunHandler, execute_run_service
 from mining.services.jobs import jobs_reap_stalled, jobs_send_unsent, keeper_seconds
-from mining.services.runs import EXECUTE_RUN_TASK, run_mark_failed, runs_orphan_folders_delete
+from mining.services.runs import EXECUTE_RUN_TASK, run_mark_failed, runs_orphan_folders_delete, send_run_task
 
 # A task that finds the database away (restarting, failing over) is sent again with a growing, jittered delay
 # (1, 2, 4, 8, then every 10 s or less, for about 15 minutes) instead of being lost: its message is acknowledged
@@ -93,15 +93,15 @@ def keep_jobs() -> dict:
     from django.conf import settings
 
     from mining.services.document_sites import site_runs_keep
-    from mining.services.imports import IMPORT_TASK
+    from mining.services.imports import send_import_task
     from mining.services.shards import sharded_runs_keep
 
     queue = settings.CELERY_TASK_DEFAULT_QUEUE
     return {
         "shards": sharded_runs_keep(),
         "sites": site_runs_keep(),
-        "runs_sent": jobs_send_unsent(model=MiningRun, task=EXECUTE_RUN_TASK, queue=queue),
-        "imports_sent": jobs_send_unsent(model=ImportJob, task=IMPORT_TASK, queue=queue),
+        "runs_sent": jobs_send_unsent(model=MiningRun, send=send_run_task, queue=queue),
+        "imports_sent": jobs_send_unsent(model=ImportJob, send=send_import_task, queue=queue),
         "orphans": runs_orphan_folders_delete(),
     }
 

@@ -105,6 +105,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "pcapp.middleware.CSPMiddleware",  # django-csp's, with inline styles allowed on the API's HTML pages only
+    "pcapp.middleware.DatabaseUnavailableMiddleware",  # 503 when a view finds the database away
     # last, as django-axes asks: it answers a locked-out login attempt
     "axes.middleware.AxesMiddleware",
 ]

@@ -30,6 +30,8 @@ class RunOut(serializers.ModelSerializer):
     elapsed_s = serializers.SerializerMethodField()
     rate = serializers.SerializerMethodField()
     is_finished = serializers.BooleanField(read_only=True)
+    is_stalled = serializers.BooleanField(read_only=True)
+    state = serializers.CharField(read_only=True, help_text='The status, or "stalled": running, its lease expired.')
 
     class Meta:
         model = MiningRun
@@ -45,6 +47,8 @@ class RunOut(serializers.ModelSerializer):
             "parent",
             "params",
             "status",
+            "state",
+            "is_stalled",
             "stage",
             "done",
             "total",
