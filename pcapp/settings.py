@@ -237,6 +237,15 @@ PCAPP_SHARD_ROWS = env.int("PCAPP_SHARD_ROWS", default=50_000)
 PCAPP_CANDIDATE_CHUNK_ROWS = env.int("PCAPP_CANDIDATE_CHUNK_ROWS", default=100_000)
 # Site-restricted document runs: documents (both sides) per match shard; small sites are batched up to this.
 PCAPP_SITE_SHARD_DOCS = env.int("PCAPP_SITE_SHARD_DOCS", default=2000)
+# Compressed (IVF-PQ) index shards (mining/services/shards/pqstages.py): an IVF run whose smaller side has at least
+# PCAPP_PQ_MIN_ROWS sentences uses them when its `index` is auto; the index shards of a side are searched in
+# PCAPP_PQ_GROUPS groups (one queue each, `./run worker --holds`), each worker process keeps PCAPP_PQ_HELD_GROUPS
+# groups in memory, and re-scores PCAPP_PQ_CANDIDATES compressed candidates a query exactly.
+PCAPP_PQ_MIN_ROWS = env.int("PCAPP_PQ_MIN_ROWS", default=10_000_000)
+PCAPP_PQ_GROUPS = env.int("PCAPP_PQ_GROUPS", default=1)
+PCAPP_PQ_HELD_GROUPS = env.int("PCAPP_PQ_HELD_GROUPS", default=4)
+PCAPP_PQ_CANDIDATES = env.int("PCAPP_PQ_CANDIDATES", default=32)
+PCAPP_PQ_BYTES = env.int("PCAPP_PQ_BYTES", default=64)
 CELERY_TASK_ROUTES["mining.site_shard"] = {"queue": PCAPP_STAGE_QUEUES["search"]}
 
 REST_FRAMEWORK = {

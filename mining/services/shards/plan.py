@@ -46,6 +46,12 @@ class Plan:
     chunk_rows: int
     knn: str
     encoder_id: int
+    # "flat" (float32 rows: exact search or IVF-Flat) or "pq" (compressed IVF-PQ shards, pqstages.py), the groups
+    # of index shards a compressed search is cut into, bytes of code a row and candidates re-scored a query
+    index: str = "flat"
+    groups: int = 1
+    pq_m: int = 64
+    pq_candidates: int = 32
 
     @property
     def src_shards(self) -> list[tuple[int, int]]:
@@ -57,7 +63,13 @@ class Plan:
 
     @property
     def ivf(self) -> bool:
-        return self.knn == KnnMethod.IVF.value
+        """IVF-Flat index shards (float32 rows)."""
+        return self.knn == KnnMethod.IVF.value and not self.pq
+
+    @property
+    def pq(self) -> bool:
+        """Compressed IVF-PQ index shards, searched by group (pqstages.py)."""
+        return self.index == "pq"
 
     def count(self, stage: str, chunks: int | None) -> int | None:
         """Shards of `stage`; None for filter/write before the score stage has counted the candidates."""
@@ -65,9 +77,9 @@ class Plan:
         return {
             "plan": 1,
             "embed": s + t,
-            "train": 1 if self.ivf else 0,
-            "index": s + t if self.ivf else 0,
-            "search": s + t,
+            "train": 1 if self.ivf or self.pq else 0,
+            "index": s + t if self.ivf or self.pq else 0,
+            "search": (s + t) * self.groups if self.pq else s + t,
             "score": 1,
             "filter": chunks,
             "write": chunks,
