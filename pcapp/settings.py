@@ -217,6 +217,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBIL
 # Rows per shard of a sentence run (embedding, index and query shards); candidates per filter and write shard.
 PCAPP_SHARD_ROWS = env.int("PCAPP_SHARD_ROWS", default=50_000)
 PCAPP_CANDIDATE_CHUNK_ROWS = env.int("PCAPP_CANDIDATE_CHUNK_ROWS", default=100_000)
+# After a sentence run succeeds, a task estimates its kept pairs' precision from decoys (mining.services.precision).
+PCAPP_PRECISION_AFTER_RUN = env.bool("PCAPP_PRECISION_AFTER_RUN", default=True)
 # Site-restricted document runs: documents (both sides) per match shard; small sites are batched up to this.
 PCAPP_SITE_SHARD_DOCS = env.int("PCAPP_SITE_SHARD_DOCS", default=2000)
 CELERY_TASK_ROUTES["mining.site_shard"] = {"queue": PCAPP_STAGE_QUEUES["search"]}

@@ -71,10 +71,10 @@ class PrecisionEstimate:
         return self.precision is not None
 
     def to_dict(self) -> dict:
-        """JSON-ready; floats rounded."""
+        """JSON-ready (no NaN: a missing figure is None); floats rounded."""
 
         def r(x: float | None, nd: int = 4) -> float | None:
-            return None if x is None else round(float(x), nd)
+            return None if x is None or not math.isfinite(x) else round(float(x), nd)
 
         return {
             "method": METHOD,

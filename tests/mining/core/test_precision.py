@@ -62,7 +62,8 @@ def test_no_estimate_says_why(kw, words):
     est = estimate_precision(**{**args, **kw})
     assert not est.ok and est.precision is None and est.low is None
     assert words in est.reason
-    assert est.to_dict()["precision"] is None and words in est.to_dict()["reason"]
+    got = est.to_dict()
+    assert got["precision"] is None and got["est_false"] is None and words in got["reason"]
 
 
 def test_bad_arguments_are_refused():
