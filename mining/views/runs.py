@@ -11,11 +11,12 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from pcapp.http import HtmxHttpRequest
 from pcapp.permissions import reviewer_required, staff_required
-from pcapp.roles import run_figures
+from pcapp.roles import can_see_run_results, run_figures
 
 from ..forms import RunStartForm
 from ..models import JobStatus, MiningRun, RunKind
 from ..selectors import run_get, run_list, run_progress
+from ..selectors.precision import run_label_count, threshold_statement
 from ..services.export import export_files
 from ..services.runs import BrokerUnavailable, run_cancel, run_create, run_delete, run_retry
 
@@ -69,7 +70,12 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def _detail_context(request: HttpRequest, run: MiningRun) -> dict:
     """The run page's context; parameters and stats as the user may see them (reviewers: no score figures)."""
     params, stats = run_figures(request.user, run.params, run.stats)
-    return {"run": run, "progress": run_progress(run=run), "params": params, "stats": stats}
+    context = {"run": run, "progress": run_progress(run=run), "params": params, "stats": stats}
+    if can_see_run_results(request.user) and run.kind == RunKind.SENTENCE and run.status == JobStatus.SUCCEEDED:
+        # the threshold, its source and the precision stated for it: score-derived, so staff's only
+        context["statement"] = threshold_statement(run)
+        context["run_labels"] = run_label_count(run)
+    return context
 
 
 @require_GET

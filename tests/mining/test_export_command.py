@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -19,9 +21,20 @@ def test_export_writes_the_pairs_the_pair_threshold_keeps_with_a_header(tmp_path
     out = tmp_path / "kept.tsv"
     call_command("export", run.pk, str(out), "--header")
     lines = out.read_text().splitlines()
-    assert lines[0] == "src\ttgt\tscore\tcosine\tconfidence\tcalibration\tlabel"
-    assert [line.split("\t")[0] for line in lines[1:]] == ["s0", "s1"]
-    assert [line.split("\t")[2] for line in lines[1:]] == ["1.500000", "1.200000"]
+    assert lines[0] == (
+        f"# pcapp run {run.pk}: threshold=1.000000; source=calibrated; precision=none; reason=not estimated yet "
+        "(the estimate runs after the run; `manage.py estimate_precision`)"
+    )
+    assert lines[1] == "src\ttgt\tscore\tcosine\tconfidence\tcalibration\tlabel"
+    assert [line.split("\t")[0] for line in lines[2:]] == ["s0", "s1"]
+    assert [line.split("\t")[2] for line in lines[2:]] == ["1.500000", "1.200000"]
+    meta = json.loads((tmp_path / "kept.tsv.meta.json").read_text())
+    assert (meta["threshold"], meta["source"], meta["source_label"], meta["run"]) == (
+        1.0,
+        "calibrated",
+        "calibrated on labels",
+        run.pk,
+    )
     assert f"run {run.pk}: 2 pairs (threshold, threshold 1.0000) written to {out}" in capsys.readouterr().err
 
 

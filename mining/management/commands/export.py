@@ -8,7 +8,17 @@ from django.core.management.base import BaseCommand, CommandError
 
 from mining.models import JobStatus, MiningRun, RunKind
 from mining.selectors import run_threshold_info
-from mining.services.export import MOSES_SIDES, ExportFormat, KeepMode, KeepRule, export_rows, export_stream
+from mining.selectors.precision import statement_line
+from mining.services.export import (
+    MOSES_SIDES,
+    ExportFormat,
+    KeepMode,
+    KeepRule,
+    export_rows,
+    export_statement,
+    export_stream,
+    write_statement,
+)
 from mining.services.export_parquet import write_parquet
 
 TSV_HEADER = "src\ttgt\tscore\tcosine\tconfidence\tcalibration\tlabel\n"
@@ -28,7 +38,12 @@ class Command(BaseCommand):
         parser.add_argument("--keep", choices=[m.value for m in KeepMode], default="threshold")
         parser.add_argument("--threshold", type=float, default=None, help="instead of the run's threshold")
         parser.add_argument("--include-filtered", action="store_true", help="keep pairs a pre-filter rejected too")
-        parser.add_argument("--header", action="store_true", help="TSV: a first line naming the columns")
+        parser.add_argument(
+            "--header",
+            action="store_true",
+            help="TSV: a first line naming the columns, after a '# ' comment line stating the threshold, its source "
+            "and the precision stated for it",
+        )
 
     def handle(self, *args, **o):
         run = MiningRun.objects.select_related("src_corpus", "tgt_corpus", "encoder").filter(pk=o["run_id"]).first()
@@ -40,12 +55,18 @@ class Command(BaseCommand):
             raise CommandError(f"run {run.pk} is {run.get_status_display().lower()}: export it once it has succeeded")
         rule = KeepRule(mode=KeepMode(o["keep"]), threshold=o["threshold"], include_filtered=o["include_filtered"])
         fmt = ExportFormat(o["format"])
+        statement = export_statement(run=run, rule=rule)
         if fmt is ExportFormat.PARQUET:
             if o["out"] == "-":
                 raise CommandError("Parquet is a binary file: give a file name, not -")
             with Path(o["out"]).open("wb") as fh:
                 n = write_parquet(
-                    export_rows(run, rule), fh, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang
+                    export_rows(run, rule),
+                    fh,
+                    run_id=run.pk,
+                    src_lang=run.src_lang,
+                    tgt_lang=run.tgt_lang,
+                    metadata=statement,
                 )
             self.stderr.write(f"run {run.pk}: {n} pair{'s' if n != 1 else ''} ({o['keep']}) written to {o['out']}")
             return
@@ -58,8 +79,13 @@ class Command(BaseCommand):
         lines = 0
         for side, path in outputs.items():
             chunks = export_stream(run=run, rule=rule, fmt=fmt, side=side or "src")
-            header = TSV_HEADER if o["header"] and fmt is ExportFormat.TSV else ""
+            header = f"# pcapp run {run.pk}: {statement_line(statement)}\n{TSV_HEADER}" if o["header"] else ""
+            header = header if fmt is ExportFormat.TSV else ""
             lines = self._write(path, chunks, header=header, unit="<tu>" if fmt is ExportFormat.TMX else "\n")
+        if fmt is not ExportFormat.TMX:  # TMX says it in its header
+            for path in outputs.values():
+                if path is not None:
+                    write_statement(path, statement)
         info = run_threshold_info(run)
         threshold = o["threshold"] if o["threshold"] is not None else info.value
         where = ", ".join(str(p) for p in outputs.values() if p) or "standard output"
