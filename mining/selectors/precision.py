@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from ..models import Artefact, LanguagePairSetting, MiningRun, RunKind
-from .candidates import label_model
+from .labels import label_model
 from .runs import run_threshold_info
 
 PRECISION_KEY = "precision_estimate"  # services.precision.STATS_KEY (selectors do not import services)

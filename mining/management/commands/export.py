@@ -8,9 +8,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from mining.models import JobStatus, MiningRun, RunKind
 from mining.selectors import run_threshold_info
-from mining.selectors.precision import statement_line
 from mining.services.export import (
     MOSES_SIDES,
+    TSV_HEADER,
     ExportFormat,
     KeepMode,
     KeepRule,
@@ -21,8 +21,6 @@ from mining.services.export import (
 )
 from mining.services.export_parquet import write_parquet
 
-TSV_HEADER = "src\ttgt\tscore\tcosine\tconfidence\tcalibration\tlabel\n"
-
 
 class Command(BaseCommand):
     help = (
@@ -32,17 +30,24 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("run_id", type=int)
+        parser.add_argument("run_id", type=int, help="the run to export (a sentence, document or alignment run)")
         parser.add_argument("out", help="output file, or - for standard output (not for Moses)")
-        parser.add_argument("--format", choices=[f.value for f in ExportFormat], default="tsv")
-        parser.add_argument("--keep", choices=[m.value for m in KeepMode], default="threshold")
+        parser.add_argument(
+            "--format", choices=[f.value for f in ExportFormat], default="tsv", help="file format (default: tsv)"
+        )
+        parser.add_argument(
+            "--keep",
+            choices=[m.value for m in KeepMode],
+            default="threshold",
+            help="threshold: pairs scoring at least the threshold; good: pairs labelled GOOD; both: both at once "
+            "(default: threshold)",
+        )
         parser.add_argument("--threshold", type=float, default=None, help="instead of the run's threshold")
         parser.add_argument("--include-filtered", action="store_true", help="keep pairs a pre-filter rejected too")
         parser.add_argument(
             "--header",
             action="store_true",
-            help="TSV: a first line naming the columns, after a '# ' comment line stating the threshold, its source "
-            "and the precision stated for it",
+            help="TSV: a first line naming the columns",
         )
 
     def handle(self, *args, **o):
@@ -79,10 +84,9 @@ class Command(BaseCommand):
         lines = 0
         for side, path in outputs.items():
             chunks = export_stream(run=run, rule=rule, fmt=fmt, side=side or "src")
-            header = f"# pcapp run {run.pk}: {statement_line(statement)}\n{TSV_HEADER}" if o["header"] else ""
-            header = header if fmt is ExportFormat.TSV else ""
+            header = TSV_HEADER if o["header"] and fmt is ExportFormat.TSV else ""
             lines = self._write(path, chunks, header=header, unit="<tu>" if fmt is ExportFormat.TMX else "\n")
-        if fmt is not ExportFormat.TMX:  # TMX says it in its header
+        if fmt is not ExportFormat.TMX:  # TMX says it in its header; the others in FILE.meta.json
             for path in outputs.values():
                 if path is not None:
                     write_statement(path, statement)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0004_sentence_pair_statement_guard'),
+        ('annotation', '0005_h26_reviewers_group'),
     ]
 
     operations = [
