@@ -27,7 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent
 sys.path[:0] = [str(ROOT), str(ROOT.parent)]
 
-from mining_quality import TEST_ORIGINS, TRAIN_ORIGINS, datasets, page_sentences, train  # noqa: E402
+from _bucc_data import TEST_ORIGINS, TRAIN_ORIGINS, datasets, page_sentences  # noqa: E402
+from mining_quality import train  # noqa: E402
 
 from mining.core.calibration.baselines import IsotonicCalibration, PlattScaling  # noqa: E402
 from mining.core.calibration.crossval import compare_calibrators  # noqa: E402
