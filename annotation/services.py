@@ -25,7 +25,7 @@ from pcapp.dbretry import retry_on_conflict
 from pcapp.roles import is_staff
 
 from .models import Assignment, Campaign, CampaignItem, Label, LabelMode, Sampler, Verdict
-from .spec import CampaignSpec
+from .spec import SEED_MAX, CampaignSpec
 
 CLAIM_SECONDS = 30 * 60
 """A claim (Assignment) older than this no longer holds its item against other reviewers (an abandoned tab)."""
@@ -71,6 +71,8 @@ def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]
     if sampler == Sampler.TOP:
         total = qs.count()
         return [(pk, 0, total) for pk in qs.order_by("rank").values_list("id", flat=True)[:n]]
+    if sampler == Sampler.KEPT:
+        return _kept_ids(run, n, seed, threshold if threshold is not None else run_threshold(run), bands)
     if sampler == Sampler.THRESHOLD:
         threshold = threshold if threshold is not None else run_threshold(run)
         if threshold is None:
@@ -93,6 +95,57 @@ def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]
         per_band = max(1, n // bands)
         return samples.ids_by_score_band(run=run, lo=lo, hi=hi, bands=bands, seed=seed, per_band=per_band)
     raise ReviewError(f"unknown sampler '{sampler}'")
+
+
+def _kept_ids(run: MiningRun, n: int, seed: int, threshold: float | None, bands: int) -> list[tuple[int, int, int]]:
+    """(candidate id, band, band size) of a sample stratified over the run's kept set: the pairs that passed the
+    pre-filters and score at least `threshold`, cut into `bands` equal score bands from the threshold to the top,
+    n // bands drawn from each (seeded), so that the labels, weighted by band size over labels drawn, estimate the
+    kept set's precision."""
+    kept = SentencePairCandidate.objects.filter(run=run, filter_reason="")
+    if threshold is not None:
+        kept = kept.filter(score__gte=threshold)
+    stats = kept.aggregate(lo=Min("score"), hi=Max("score"))
+    if stats["lo"] is None:
+        return []
+    lo, hi = stats["lo"], stats["hi"] + 1e-9
+    per_band = max(1, n // bands)
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            WITH b AS (SELECT id, width_bucket(score, %s, %s, %s) - 1 AS band,
+                              row_number() OVER (PARTITION BY width_bucket(score, %s, %s, %s)
+                                                 ORDER BY md5(id::text || %s), id) AS k
+                       FROM mining_sentencepaircandidate
+                       WHERE run_id = %s AND filter_reason = '' AND score >= %s),
+                 sizes AS (SELECT band, count(*) AS size FROM b GROUP BY band)
+            SELECT b.id, b.band, sizes.size FROM b JOIN sizes USING (band) WHERE b.k <= %s ORDER BY b.band, b.k
+            """,
+            [lo, hi, bands, lo, hi, bands, str(seed), run.pk, lo, per_band],
+        )
+        return [(r[0], int(r[1]), int(r[2])) for r in cur.fetchall()]
+
+
+CHECK_SAMPLE = 50
+CHECK_BANDS = 5
+
+
+def check_estimate_campaign(*, run: MiningRun, user: Any) -> Campaign:
+    """The one-click check of a run's stated precision: a campaign of CHECK_SAMPLE pairs drawn stratified over the
+    run's kept set (``Sampler.KEPT`` at the run's threshold), its creator as reviewer, so that its results page gives
+    the kept set's precision from labels beside the label-free estimate."""
+    threshold = run_threshold(run)
+    if run.kind != RunKind.SENTENCE or threshold is None:
+        raise ReviewError(f"run {run.pk} states no precision to check (a sentence run with a threshold has one)")
+    spec = CampaignSpec(
+        name=f"Check the precision of run {run.pk} ({run.src_lang}-{run.tgt_lang})",
+        sample_size=CHECK_SAMPLE,
+        sampler=Sampler.KEPT,
+        threshold=threshold,
+        bands=CHECK_BANDS,
+        seed=run.pk % SEED_MAX,
+    )
+    return campaign_create(spec=spec, runs=[run], reviewers=[user] if user is not None else [], user=user)
 
 
 def confidence_threshold(run: MiningRun) -> float:

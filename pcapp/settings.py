@@ -235,6 +235,8 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0.2, "in
 # Rows per shard of a sentence run (embedding, index and query shards); candidates per filter and write shard.
 PCAPP_SHARD_ROWS = env.int("PCAPP_SHARD_ROWS", default=50_000)
 PCAPP_CANDIDATE_CHUNK_ROWS = env.int("PCAPP_CANDIDATE_CHUNK_ROWS", default=100_000)
+# After a sentence run succeeds, a task estimates its kept pairs' precision from decoys (mining.services.precision).
+PCAPP_PRECISION_AFTER_RUN = env.bool("PCAPP_PRECISION_AFTER_RUN", default=True)
 # Site-restricted document runs: documents (both sides) per match shard; small sites are batched up to this.
 PCAPP_SITE_SHARD_DOCS = env.int("PCAPP_SITE_SHARD_DOCS", default=2000)
 # Compressed (IVF-PQ) index shards (mining/services/shards/pqstages.py): an IVF run whose smaller side has at least

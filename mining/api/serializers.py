@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from pcapp.roles import run_figures
+from pcapp.roles import can_see_run_results, run_figures
 
 from ..forms import START_KINDS, ExportForm
 from ..models import Artefact, Corpus, MiningRun, Sentence, SentencePairCandidate
 from ..params import DEFAULT_ENCODER, RunParams, params_class
 from ..selectors import run_progress
+from ..selectors.precision import threshold_statement
 
 
 class CorpusOut(serializers.ModelSerializer):
@@ -32,6 +35,11 @@ class RunOut(serializers.ModelSerializer):
     is_finished = serializers.BooleanField(read_only=True)
     is_stalled = serializers.BooleanField(read_only=True)
     state = serializers.CharField(read_only=True, help_text='The status, or "stalled": running, its lease expired.')
+    threshold_statement = serializers.SerializerMethodField(
+        help_text="The threshold that keeps the run's pairs, its source ('default': label-free estimate, "
+        "'calibrated': calibrated on n_labels labels, 'run': chosen by hand) and the precision stated for it with "
+        "its interval (low, high), or the reason none is stated. Staff only (null for reviewers)."
+    )
 
     class Meta:
         model = MiningRun
@@ -63,6 +71,7 @@ class RunOut(serializers.ModelSerializer):
             "created_at",
             "started_at",
             "finished_at",
+            "threshold_statement",
         ]
 
     def to_representation(self, run: MiningRun) -> dict:
@@ -74,6 +83,13 @@ class RunOut(serializers.ModelSerializer):
         else:  # no request, no user to trust: the reviewers' view
             data["params"], data["stats"] = run_figures(AnonymousUser(), data["params"], data["stats"])
         return data
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_threshold_statement(self, run: MiningRun) -> dict | None:
+        request = self.context.get("request")
+        if request is None or not can_see_run_results(request.user):
+            return None
+        return threshold_statement(run)
 
     def get_elapsed_s(self, run: MiningRun) -> float | None:
         return run_progress(run=run).elapsed_s

@@ -42,6 +42,16 @@ def finite(value: Any) -> bool:
         return False
 
 
+@register.filter
+def percent1(value: Any) -> str:
+    """A share in [0, 1] as a percentage with one decimal ('87.3 %': precision estimates and their intervals); ''
+    for no value."""
+    try:
+        return f"{100 * float(value):.1f} %"
+    except (TypeError, ValueError):
+        return ""
+
+
 @register.inclusion_tag("mining/_progress.html")
 def progress_bar(job: Any) -> dict[str, Any]:
     """A job's progress bar and its label (see mining.selectors.job_bar)."""

@@ -16,6 +16,7 @@ from pcapp.roles import can_see_run_results, run_figures
 from ..forms import RunStartForm
 from ..models import JobStatus, MiningRun, RunKind
 from ..selectors import run_get, run_list, run_progress, scale_key
+from ..selectors.precision import run_label_count, threshold_statement
 from ..services.export import export_files
 from ..services.runs import BrokerUnavailable, RunStartError, run_cancel, run_create, run_delete, run_retry
 
@@ -73,7 +74,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def _detail_context(request: HttpRequest, run: MiningRun) -> dict:
     """The run page's context; parameters and stats as the user may see them (reviewers: no score figures)."""
     params, stats = run_figures(request.user, run.params, run.stats)
-    return {
+    context = {
         "run": run,
         "progress": run_progress(run=run),
         "params": params,
@@ -82,6 +83,11 @@ def _detail_context(request: HttpRequest, run: MiningRun) -> dict:
         "show_threshold": can_see_run_results(request.user),
         "scale_key": scale_key(run),
     }
+    if can_see_run_results(request.user) and run.kind == RunKind.SENTENCE and run.status == JobStatus.SUCCEEDED:
+        # the threshold, its source and the precision stated for it: score-derived, so staff's only
+        context["statement"] = threshold_statement(run)
+        context["run_labels"] = run_label_count(run)
+    return context
 
 
 @require_GET

@@ -72,7 +72,7 @@ def test_every_bad_field_is_named_at_once_with_its_one_message():
         "colour": "'colour' is not a campaign parameter",
         "name": "name must be text of 1 to 200 characters, not empty",
         "sample_size": "sample_size must be a whole number from 1 to 100000, not '0'",
-        "sampler": "sampler must be one of uniform, stratified, top, threshold, uncertain, not 'random'",
+        "sampler": "sampler must be one of uniform, stratified, top, threshold, uncertain, kept, not 'random'",
         "threshold": "threshold must be a finite number or nothing, not 'nan'",
         "bands": "bands must be a whole number from 2 to 20, not 'x'",
         "seed": "seed must be a whole number from 0 to 2147483647, not '-1'",

@@ -115,6 +115,7 @@ REQUESTS: dict[str, Request] = {
     "run-detail": lambda w, u, c, api: c.get(reverse("run-detail", args=[w.r.pk])),
     "run-results": lambda w, u, c, api: c.get(reverse("run-results", args=[w.r.pk])),
     "run-compare": lambda w, u, c, api: c.get(reverse("run-compare"), {"a": w.r.pk, "b": w.s.pk}),
+    "run-check-estimate": lambda w, u, c, api: c.post(reverse("run-check-estimate", args=[w.r.pk])),
     "api-judge-item": lambda w, u, c, api: api.post(
         "/api/review/judgements/", {"campaign": w.a.pk, "item": _current(w, u), "verdict": "BAD"}, format="json"
     ),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -23,6 +25,14 @@ def test_export_writes_the_pairs_the_pair_threshold_keeps_with_a_header(tmp_path
     assert lines[0] == "src\ttgt\tscore\tcosine\tconfidence\tcalibration\tlabel"
     assert [line.split("\t")[0] for line in lines[1:]] == ["s0", "s1"]
     assert [line.split("\t")[2] for line in lines[1:]] == ["1.500000", "1.200000"]
+    meta = json.loads((tmp_path / "kept.tsv.meta.json").read_text())  # what the file is
+    assert meta["reason"].startswith("not estimated yet")
+    assert (meta["threshold"], meta["source"], meta["source_label"], meta["run"]) == (
+        1.0,
+        "calibrated",
+        "calibrated on labels",
+        run.pk,
+    )
     assert f"run {run.pk}: 2 pairs (threshold, threshold 1.0000) written to {out}" in capsys.readouterr().err
 
 

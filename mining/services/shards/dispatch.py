@@ -18,6 +18,7 @@ from pcapp.celery import app as celery_app
 from ...models import JobStatus, MiningRun, RunKind, RunShard
 from ..jobs import job_mark_failed, job_mark_finished, keeper_seconds, lease_seconds, queue_length
 from ..params import SentenceRunParams
+from ..precision import precision_after_run
 from ..progress import JobCancelled, ProgressReporter
 from .context import Ctx
 from .plan import STAGES, run_dir, run_files_delete
@@ -178,7 +179,10 @@ def _finish_from_rows(run_id: int, rows: dict[tuple[str, int], dict]) -> bool:
     finish = rows.get(("finish", 0))
     if run is None or finish is None or finish["finished_at"] is None:
         return False
-    return job_mark_finished(job=run, stats=dict(finish["result"].get("stats", {})))
+    if not job_mark_finished(job=run, stats=dict(finish["result"].get("stats", {}))):
+        return False
+    precision_after_run(run)
+    return True
 
 
 def group_queues() -> dict[int, str]:

@@ -109,11 +109,13 @@ def test_task_builds_moses_zip_and_page_links_it(staff_client, run):
     with zipfile.ZipFile(path) as zf:
         names = sorted(zf.namelist())
         assert names == [
+            "metadata.json",  # the threshold, its source, the precision stated (or why none is)
             f"run{run.pk}-en-fr-threshold.en",
             f"run{run.pk}-en-fr-threshold.fr",
             f"run{run.pk}-en-fr-threshold.scores",
         ]
-        assert zf.read(names[0]).decode().splitlines() == ["Hello <world> & co", "Good night"]
+        assert zf.read(names[1]).decode().splitlines() == ["Hello <world> & co", "Good night"]
+        assert json.loads(zf.read("metadata.json"))["threshold"] == 1.1
     page = staff_client.get(reverse("run-export", args=[run.pk])).content.decode()
     link = reverse("run-export-download", args=[run.pk, path.name])
     assert link in page
