@@ -110,15 +110,25 @@ class RunStartForm(forms.Form):
         help_text=KIND_NOTES[RunKind.ALIGN],
     )
 
+    # The kind the fields were shown for: a post whose kind differs (a page without htmx, such as the admin's, where
+    # changing the kind does not re-render the fields) is shown again with the new kind's fields, not started with
+    # defaults (an unticked box would read as "off").
+    shown_kind = forms.CharField(required=False, widget=forms.HiddenInput)
+
     WHAT = {
-        RunKind.ALIGN: ("kind", "name", "parent"),
+        RunKind.ALIGN: ("kind", "name", "parent", "shown_kind"),
     }
-    WHAT_DEFAULT = ("kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang")
+    WHAT_DEFAULT = ("kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "shown_kind")
     ENCODER_KINDS = (RunKind.SENTENCE, RunKind.DOCUMENT, RunKind.ALIGN)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.run_kind = self._chosen_kind()
+        self.posted_kind = self.data.get("shown_kind", "") if self.is_bound else ""
+        if self.is_bound:
+            self.data = self.data.copy()
+            self.data["shown_kind"] = self.run_kind
+        self.initial["shown_kind"] = self.run_kind
         self.params_class = params_class(self.run_kind)
         what = self.WHAT.get(self.run_kind, self.WHAT_DEFAULT)
         keep = {*what, *(("encoder",) if self.run_kind in self.ENCODER_KINDS else ())}
@@ -161,7 +171,7 @@ class RunStartForm(forms.Form):
 
     def fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
         """(legend, bound fields) groups for the template: what to run on, and how (the kind's own fields)."""
-        what = [name for name in self.fields if name not in self.param_names and name != "encoder"]
+        what = [name for name in self.fields if name not in self.param_names and name not in ("encoder", "shown_kind")]
         how = [name for name in ("encoder", *self.param_names) if name in self.fields]
         return [("What to run", [self[n] for n in what]), ("How", [self[n] for n in how])]
 
@@ -179,6 +189,11 @@ class RunStartForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        if self.posted_kind and self.posted_kind != self.run_kind:
+            raise forms.ValidationError(
+                f"The fields below are now a {dict(START_KINDS)[self.run_kind].lower()} run's: check them and start "
+                "it again."
+            )
         self.where = {
             "src_corpus": data.get("src_corpus"),
             "tgt_corpus": data.get("tgt_corpus") or data.get("src_corpus"),

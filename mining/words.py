@@ -23,6 +23,9 @@ WORDS = {
     "f1_before": "F1 before",
     "f1_after": "F1 after",
     "default_threshold": "label-free default threshold",
+    "held_out_margin": "held-out margin by epoch",
+    # parameters
+    "doc_threshold": "document-pair threshold",
     "updated": "pairs updated",
     # run parameters
     "filters": "pre-filters",

@@ -151,7 +151,8 @@ def test_the_form_shows_only_the_kinds_fields(corpus) -> None:
     """issue 26 item 7: the run form showed every field for every kind."""
     for kind, _ in START_KINDS:
         form = RunStartForm(initial={"kind": kind, "src_corpus": corpus.pk})
-        shown = set(form.fields) - {"kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "encoder"}
+        what = {"kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "encoder", "shown_kind"}
+        shown = set(form.fields) - what
         assert shown - {"parent"} == {spec.name for spec in params_class(kind).specs()}, kind
     align = RunStartForm(initial={"kind": "align"})
     assert "src_lang" not in align.fields and "parent" in align.fields
@@ -184,3 +185,16 @@ def test_run_create_refuses_an_alignment_run_without_a_document_run() -> None:
     with pytest.raises(RunStartError) as exc:
         run_create(kind=RunKind.ALIGN, enqueue=False)
     assert exc.value.errors == {"parent": "An alignment run needs a finished document run."}
+
+
+def test_a_post_whose_kind_changed_after_the_fields_were_shown_is_shown_again(corpus) -> None:
+    """A page without htmx (the admin's) does not re-render the fields when the kind changes: the post is shown
+    again with the new kind's fields instead of starting it with defaults (an unticked box would read as "off")."""
+    data = {"kind": "document", "shown_kind": "sentence", "src_corpus": corpus.pk, "src_lang": "en", "tgt_lang": "fr"}
+    form = RunStartForm(data=data)
+    assert not form.is_valid()
+    assert form.non_field_errors() == [
+        "The fields below are now a document matching run's: check them and start it again."
+    ]
+    again = RunStartForm(data={**data, "shown_kind": form.data["shown_kind"], "prefilter": "on", "calibrated_f1": "on"})
+    assert again.is_valid(), again.errors

@@ -165,9 +165,10 @@ def test_training_on_a_background_corpus_weights_the_runs_own_pairs_and_combines
             call_command("combine_encoders", *args)
     with pytest.raises(CommandError, match="no corpus named 'nowhere'"):
         call_command("train_encoder", "train-domain", "--src", "en", "--tgt", "fr", "--background", "nowhere")
+    with pytest.raises(ValueError, match="settings: domain_weight must be a whole number >= 1, got 0"):
+        _execute(corpus, params={"model": "adapter", "domain_weight": 0})  # the config refuses it at creation
     for bad, message in (
         ({"background": "train-domain"}, "another corpus"),
-        ({"domain_weight": 0}, "domain_weight"),
         ({"background": "gone"}, "no corpus named 'gone'"),
     ):
         run = _execute(corpus, params={"model": "adapter", **bad})
