@@ -159,3 +159,4 @@ def test_one_click_check_creates_a_campaign_over_the_kept_set(staff_client, staf
     )
     html = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert 'id="check-estimate"' not in html  # the run has labels now
+    assert reverse("campaign-results", args=[campaign.pk]) in html and "Checked by labels" in html
