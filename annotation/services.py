@@ -110,20 +110,7 @@ def _kept_ids(run: MiningRun, n: int, seed: int, threshold: float | None, bands:
         return []
     lo, hi = stats["lo"], stats["hi"] + 1e-9
     per_band = max(1, n // bands)
-    with connection.cursor() as cur:
-        cur.execute(
-            """
-            WITH b AS (SELECT id, width_bucket(score, %s, %s, %s) - 1 AS band,
-                              row_number() OVER (PARTITION BY width_bucket(score, %s, %s, %s)
-                                                 ORDER BY md5(id::text || %s), id) AS k
-                       FROM mining_sentencepaircandidate
-                       WHERE run_id = %s AND filter_reason = '' AND score >= %s),
-                 sizes AS (SELECT band, count(*) AS size FROM b GROUP BY band)
-            SELECT b.id, b.band, sizes.size FROM b JOIN sizes USING (band) WHERE b.k <= %s ORDER BY b.band, b.k
-            """,
-            [lo, hi, bands, lo, hi, bands, str(seed), run.pk, lo, per_band],
-        )
-        return [(r[0], int(r[1]), int(r[2])) for r in cur.fetchall()]
+    return samples.ids_by_score_band(run=run, lo=lo, hi=hi, bands=bands, seed=seed, per_band=per_band, kept_only=True)
 
 
 CHECK_SAMPLE = 50

@@ -38,21 +38,23 @@ def ids_seeded(*, run: MiningRun, seed: int, n: int) -> list[int]:
 
 
 def ids_by_score_band(
-    *, run: MiningRun, lo: float, hi: float, bands: int, seed: int, per_band: int
+    *, run: MiningRun, lo: float, hi: float, bands: int, seed: int, per_band: int, kept_only: bool = False
 ) -> list[tuple[int, int, int]]:
     """(candidate id, band, band size): up to `per_band` seeded draws from each of `bands` equal-width score bands
-    over [lo, hi), by band, then draw order."""
+    over [lo, hi), by band, then draw order. `kept_only`: only pairs that passed the pre-filters and score at least
+    `lo` (the kept set, when `lo` is its lowest score)."""
+    kept = "AND filter_reason = '' AND score >= %s" if kept_only else ""
     with connection.cursor() as cur:
         cur.execute(
             f"""
             WITH b AS (SELECT id, width_bucket(score, %s, %s, %s) - 1 AS band,
                               row_number() OVER (PARTITION BY width_bucket(score, %s, %s, %s)
                                                  ORDER BY md5(id::text || %s), id) AS k
-                       FROM {CANDIDATES} WHERE run_id = %s),
+                       FROM {CANDIDATES} WHERE run_id = %s {kept}),
                  sizes AS (SELECT band, count(*) AS size FROM b GROUP BY band)
             SELECT b.id, b.band, sizes.size FROM b JOIN sizes USING (band) WHERE b.k <= %s ORDER BY b.band, b.k
             """,
-            [lo, hi, bands, lo, hi, bands, str(seed), run.pk, per_band],
+            [lo, hi, bands, lo, hi, bands, str(seed), run.pk, *([lo] if kept_only else []), per_band],
         )
         return [(int(r[0]), int(r[1]), int(r[2])) for r in cur.fetchall()]
 

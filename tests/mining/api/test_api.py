@@ -70,6 +70,7 @@ def test_create_run_with_token(staff_api, no_enqueue, django_capture_on_commit_c
         "threshold": 1.06,
         "filters": False,
         "nprobe": 16,
+        "index": "auto",
         "site": "",
     }
     assert response.json()["encoder"]["name"] == "usem3"

@@ -29,6 +29,7 @@ def test_defaults_fill_missing_fields_of_older_rows() -> None:
         "threshold": None,
         "filters": True,
         "nprobe": 16,
+        "index": "auto",
         "site": "",
     }
     assert SentenceRunParams.from_dict(p.to_dict()) == p

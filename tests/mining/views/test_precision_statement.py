@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 from annotation.models import Campaign, CampaignItem, Label, Sampler, Verdict
 from mining.models import Artefact, ArtefactKind, LanguagePairSetting, MiningRun, SentencePairCandidate
 from mining.selectors.precision import statement_line, threshold_statement
+from mining.selectors.thresholds import scale_key
 from mining.services.export import ExportFormat, KeepRule, export_build_file, export_statement, statement_path
 from tests.mining.views.test_results import make_run
 
@@ -72,7 +73,9 @@ def test_statement_says_why_there_is_no_figure():
 def test_a_calibrated_threshold_names_its_labels():
     run = _run(precision_estimate=ESTIMATE)
     model = Artefact.objects.create(kind=ArtefactKind.CALIBRATION, name="cal-en-fr", version=1, metrics={"labels": 250})
-    LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=1.05, calibration=model)
+    LanguagePairSetting.objects.create(
+        src_lang="en", tgt_lang="fr", threshold=1.05, calibration=model, scale_key=scale_key(run)
+    )  # stored on this run's scale
     got = threshold_statement(run)
     assert (got["source"], got["source_label"], got["n_labels"]) == ("calibrated", "calibrated on 250 labels", 250)
     assert got["precision"] == 0.9  # estimated at this very threshold
