@@ -17,7 +17,7 @@ from django import db
 from mining.models import ImportJob, MiningRun, RunKind
 from mining.services.execute import RunHandler, execute_run_service
 from mining.services.jobs import jobs_reap_stalled, jobs_send_unsent, keeper_seconds
-from mining.services.runs import EXECUTE_RUN_TASK, run_mark_failed, runs_orphan_folders_delete
+from mining.services.runs import EXECUTE_RUN_TASK, run_mark_failed, runs_orphan_folders_delete, send_run_task
 
 # A task that finds the database away (restarting, failing over) is sent again with a growing, jittered delay
 # (1, 2, 4, 8, then every 10 s or less, for about 15 minutes) instead of being lost: its message is acknowledged
@@ -86,36 +86,37 @@ def reap_stalled_jobs() -> dict[str, list[int]]:
     return {"runs": jobs_reap_stalled(model=MiningRun), "imports": jobs_reap_stalled(model=ImportJob)}
 
 
-def keep_jobs(queues: list[str] | None = None) -> dict:
+def keep_jobs() -> dict:
     """One round of the keeper: the distributed runs' leases, lost and dead shards (sharded_runs_keep,
-    site_runs_keep), pending runs and imports whose task was never sent or was lost (jobs_send_unsent), the
-    folders of deleted runs that a shard wrote into after the deletion, and which index groups this worker holds
-    (the group queues it listens on: holds_announce)."""
+    site_runs_keep), pending runs and imports whose task was never sent or was lost (jobs_send_unsent), and the
+    folders of deleted runs that a shard wrote into after the deletion."""
     from django.conf import settings
 
     from mining.services.document_sites import site_runs_keep
-    from mining.services.imports import IMPORT_TASK
+    from mining.services.imports import send_import_task
     from mining.services.shards import sharded_runs_keep
-    from mining.services.shards.pqstages import holds_announce
 
     queue = settings.CELERY_TASK_DEFAULT_QUEUE
     return {
-        "holds": holds_announce(queues or []),
         "shards": sharded_runs_keep(),
         "sites": site_runs_keep(),
-        "runs_sent": jobs_send_unsent(model=MiningRun, task=EXECUTE_RUN_TASK, queue=queue),
-        "imports_sent": jobs_send_unsent(model=ImportJob, task=IMPORT_TASK, queue=queue),
+        "runs_sent": jobs_send_unsent(model=MiningRun, send=send_run_task, queue=queue),
+        "imports_sent": jobs_send_unsent(model=ImportJob, send=send_import_task, queue=queue),
         "orphans": runs_orphan_folders_delete(),
     }
 
 
 def _keeper(stop: threading.Event, queues: list[str]) -> None:
-    """At once, then every few seconds (keeper_seconds()), one round of keep_jobs."""
+    """At once, then every few seconds (keeper_seconds()): say which index groups this worker holds (the group queues
+    it listens on: holds_announce), then one round of keep_jobs."""
+    from mining.services.shards.pqstages import holds_announce
+
     first = True
     while first or not stop.wait(keeper_seconds()):
         first = False
         try:
-            keep_jobs(queues)
+            holds_announce(queues)
+            keep_jobs()
         except Exception:  # the database or broker is away for a moment: the next round tries again
             logger.exception("the job keeper failed; trying again")
         finally:

@@ -10,7 +10,11 @@ import pytest
 from mining.models import JobStatus, MiningRun, RunShard
 from pcapp.queues import group_queue
 from tests.conftest import wait_for
-from tests.faults.test_worker_faults import _assert_same, _inline, _run, _state, _synthetic, _wait_finished
+from tests.factories.mining import inline_sentence_run as _inline
+from tests.factories.mining import run_state as _state
+from tests.factories.mining import sentence_run as _run
+from tests.factories.mining import synthetic_corpus as _synthetic
+from tests.faults.test_worker_faults import _assert_same, _wait_finished
 from tests.mining.services.test_pq_runs import PQ_MISS, compare_with_exact
 
 pytestmark = pytest.mark.worker

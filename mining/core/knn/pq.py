@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 import faiss
 import numpy as np
 
-from mining.core.enums import IndexStore
+from mining.core.enums import IndexStore  # noqa: F401  (re-exported: its old home)
 from mining.core.knn.common import BLAS_DATABASE_BS, blas_block, check_matrix, empty_result, missing_to_neg_inf
 from mining.core.knn.rescore import candidate_dots
 

@@ -22,6 +22,7 @@ from ...models import MiningRun, RunShard, SentencePairCandidate
 from ..default_threshold import default_threshold_for_run
 from ..jobs import job_mark_finished
 from ..params import SentenceRunParams
+from ..precision import precision_after_run
 from .context import Ctx, sentence_texts, side_ids
 from .plan import ShardError, load_npz, save_npz, write_atomic
 from .pqstages import query_shard_topk
@@ -152,7 +153,8 @@ def _stage_finish(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     if ctx.run.stats.get("distributed"):
         record_stage_timing(ctx.run.pk, rows, "write")
         run = MiningRun.objects.get(pk=ctx.run.pk)
-        job_mark_finished(job=run, stats=stats)
+        if job_mark_finished(job=run, stats=stats):
+            precision_after_run(run)
     return {"stats": stats}
 
 

@@ -18,6 +18,7 @@ from pcapp.celery import app as celery_app
 from ...models import JobStatus, MiningRun, RunKind, RunShard
 from ..jobs import job_mark_failed, job_mark_finished, keeper_seconds, lease_seconds, queue_length
 from ..params import SentenceRunParams
+from ..precision import precision_after_run
 from ..progress import JobCancelled, ProgressReporter
 from .context import Ctx
 from .plan import STAGES, run_dir, run_files_delete
@@ -171,6 +172,19 @@ def _dispatch_stage(run_id: int, rows: dict[tuple[str, int], dict], stage: str) 
     return todo
 
 
+def _finish_from_rows(run_id: int, rows: dict[tuple[str, int], dict]) -> bool:
+    """Mark a running run whose shards are all done succeeded, with the stats its finish shard recorded (the finish
+    shard's own mark failed when a cancel, or a retry's new attempt, came between)."""
+    run = MiningRun.objects.filter(pk=run_id, status=JobStatus.RUNNING).first()
+    finish = rows.get(("finish", 0))
+    if run is None or finish is None or finish["finished_at"] is None:
+        return False
+    if not job_mark_finished(job=run, stats=dict(finish["result"].get("stats", {}))):
+        return False
+    precision_after_run(run)
+    return True
+
+
 def group_queues() -> dict[int, str]:
     """{group: its queue} for the index groups a live worker holds (``./run worker --holds``; announced in the
     broker's Redis by each worker's keeper); empty when none does or the broker cannot say: then `search`."""
@@ -179,16 +193,6 @@ def group_queues() -> dict[int, str]:
     except Exception:
         logger.exception("could not read which index groups the workers hold")
         return {}
-
-
-def _finish_from_rows(run_id: int, rows: dict[tuple[str, int], dict]) -> bool:
-    """Mark a running run whose shards are all done succeeded, with the stats its finish shard recorded (the finish
-    shard's own mark failed when a cancel, or a retry's new attempt, came between)."""
-    run = MiningRun.objects.filter(pk=run_id, status=JobStatus.RUNNING).first()
-    finish = rows.get(("finish", 0))
-    if run is None or finish is None or finish["finished_at"] is None:
-        return False
-    return job_mark_finished(job=run, stats=dict(finish["result"].get("stats", {})))
 
 
 def run_kick(run_id: int) -> tuple[str | None, list[int]]:

@@ -3,15 +3,15 @@ under PCAPP_DATA_DIR/runs/run-<id>/ through a temp file and an atomic rename).""
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
+
+from mining.core.files import atomic_path
 
 from ...core.knn import KnnMethod
 from ...core.knn.shards import row_shards
@@ -94,13 +94,8 @@ def run_dir(run_id: int) -> Path:
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """Write `path` through a temp file in the same folder and an atomic rename (readers never see half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}.tmp")
-    try:
+    with atomic_path(path) as tmp:
         write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def save_npz(path: Path, **arrays: np.ndarray) -> None:

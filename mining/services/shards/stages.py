@@ -10,7 +10,8 @@ import faiss
 import numpy as np
 from django.conf import settings
 
-from ...core.enums import IndexStore, KnnMethod
+from ...core.enums import IndexStore
+from ...core.knn import KnnMethod
 from ...core.knn.shards import (
     IVF_TRAIN_PER_LIST,
     ivf_assign,

@@ -10,7 +10,8 @@ import pytest
 from mining.models import RunShard, SentencePairCandidate
 from mining.services.params import ParamsError, SentenceRunParams
 from mining.services.shards.plan import load_npz, run_dir
-from tests.faults.test_worker_faults import _inline, _synthetic
+from tests.factories.mining import inline_sentence_run as _inline
+from tests.factories.mining import synthetic_corpus as _synthetic
 
 # a compressed run may miss this share of the exact run's pairs (the planted pairs of _synthetic; measured 0 to 1 %)
 PQ_MISS = 0.05
