@@ -106,10 +106,16 @@ def keep_jobs() -> dict:
     }
 
 
-def _keeper(stop: threading.Event) -> None:
-    """Every few seconds (keeper_seconds()), one round of keep_jobs."""
-    while not stop.wait(keeper_seconds()):
+def _keeper(stop: threading.Event, queues: list[str]) -> None:
+    """At once, then every few seconds (keeper_seconds()): say which index groups this worker holds (the group queues
+    it listens on: holds_announce), then one round of keep_jobs."""
+    from mining.services.shards.pqstages import holds_announce
+
+    first = True
+    while first or not stop.wait(keeper_seconds()):
+        first = False
         try:
+            holds_announce(queues)
             keep_jobs()
         except Exception:  # the database or broker is away for a moment: the next round tries again
             logger.exception("the job keeper failed; trying again")
@@ -121,12 +127,16 @@ _KEEPER_STOP = threading.Event()
 
 
 @worker_ready.connect
-def _reap_on_worker_start(**_: object) -> None:
+def _reap_on_worker_start(sender: object = None, **_: object) -> None:
     """A worker that starts (after a crash, or on a new machine) frees the jobs a dead worker left running, then
     keeps the shard leases of distributed runs while it lives."""
     reap_stalled_jobs()
     db.connection.close()
-    threading.Thread(target=_keeper, args=(_KEEPER_STOP,), name="pcapp-shard-keeper", daemon=True).start()
+    try:
+        queues = sorted(sender.app.amqp.queues.consume_from or {})  # type: ignore[attr-defined]
+    except AttributeError:
+        queues = []
+    threading.Thread(target=_keeper, args=(_KEEPER_STOP, queues), name="pcapp-shard-keeper", daemon=True).start()
 
 
 @worker_shutting_down.connect

@@ -11,7 +11,6 @@ computed, so a run that reuses the cache and one that computed everything afresh
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,8 +19,9 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
+from mining.core.files import atomic_path
+
 from ..models import Artefact, Corpus, Sentence
-from .files import removed_on_error
 
 logger = logging.getLogger(__name__)
 
@@ -129,8 +129,6 @@ def load_shard(path: Path, ids: np.ndarray) -> np.ndarray | None:
 def save_shard(path: Path, ids: np.ndarray, emb: np.ndarray) -> np.ndarray:
     """Store float32 embeddings as float16 (temp file, then an atomic rename); returns them as stored (float32)."""
     half = np.asarray(emb).astype(np.float16)
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-    with removed_on_error(tmp):  # a full or read-only disk leaves no partial file behind
+    with atomic_path(path, suffix=".npz") as tmp:
         np.savez(tmp, ids=ids, emb=half)
-        os.replace(tmp, path)
     return half.astype(np.float32)

@@ -114,7 +114,9 @@ def test_a_run_whose_data_folder_fails_fails_clearly_leaves_no_temp_file_and_res
     from mining.services.jobs import job_reset_for_retry
     from mining.services.shards import plan, run_dir
     from pcapp.jobs import execute_job
-    from tests.faults.test_worker_faults import _inline, _run, _synthetic
+    from tests.factories.mining import inline_sentence_run as _inline
+    from tests.factories.mining import sentence_run as _run
+    from tests.factories.mining import synthetic_corpus as _synthetic
 
     settings.PCAPP_SHARD_ROWS = 100
     corpus, encoder = _synthetic(300, register_encoder, seed=7, name=f"disk-{code}")

@@ -28,7 +28,10 @@ from rest_framework.test import APIClient
 from mining.models import JobStatus, MiningRun, RunShard
 from mining.models import SentencePairCandidate as Cand
 from tests.conftest import wait_for
-from tests.faults.test_worker_faults import _inline, _run, _state, _synthetic
+from tests.factories.mining import inline_sentence_run as _inline
+from tests.factories.mining import run_state as _state
+from tests.factories.mining import sentence_run as _run
+from tests.factories.mining import synthetic_corpus as _synthetic
 
 
 def _free_port() -> int:
