@@ -110,9 +110,10 @@ def test_a_failed_embedding_cache_write_leaves_no_temp_file(tmp_path: Path, monk
 def test_a_run_whose_data_folder_fails_fails_clearly_leaves_no_temp_file_and_resumes_on_retry(
     transactional_db, settings, register_encoder, monkeypatch, code, message
 ) -> None:
+    from mining.core import files
     from mining.models import SentencePairCandidate as Cand
     from mining.services.jobs import job_reset_for_retry
-    from mining.services.shards import plan, run_dir
+    from mining.services.shards import run_dir
     from pcapp.jobs import execute_job
     from tests.factories.mining import inline_sentence_run as _inline
     from tests.factories.mining import sentence_run as _run
@@ -121,20 +122,20 @@ def test_a_run_whose_data_folder_fails_fails_clearly_leaves_no_temp_file_and_res
     settings.PCAPP_SHARD_ROWS = 100
     corpus, encoder = _synthetic(300, register_encoder, seed=7, name=f"disk-{code}")
     ref = _inline(corpus, encoder)
-    real = plan.os.replace
+    real = files.os.replace
 
     def failing(src, dst):
         if "search" in str(dst):  # the data folder fails in the middle of the run
             raise OSError(code, message)
         return real(src, dst)
 
-    monkeypatch.setattr(plan.os, "replace", failing)
+    monkeypatch.setattr(files.os, "replace", failing)
     run = _run(corpus, encoder, enqueue=False)
     execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED and message in run.error, run.error
     assert not [p for p in run_dir(run.pk).rglob("*") if ".tmp" in p.name]
-    monkeypatch.setattr(plan.os, "replace", real)  # the disk is writable again
+    monkeypatch.setattr(files.os, "replace", real)  # the disk is writable again
     job_reset_for_retry(job=run)
     execute_job(run=run)
     run.refresh_from_db()

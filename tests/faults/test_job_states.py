@@ -134,3 +134,70 @@ def test_cancel_retry_and_delete_in_any_order_leave_one_consistent_state(
     # no folder outlives its run (a shard that wrote after the deletion removes what it wrote)
     assert wait_for(lambda: not (_live_folders() & deleted), timeout=60), sorted(_live_folders() & deleted)
     assert not any(run_dir(pk).exists() for pk in deleted)
+
+
+# The documented life cycle (mining/services/jobs.py's docstring), written out as an oracle independent of the table:
+# the status a job of `status` (and attempt `attempt`) ends in after each action, or None when the action is refused.
+def _oracle(status: str, action: str, fresh: bool) -> str | None:
+    """`fresh`: the finish/fail comes from the current attempt (not from a worker of an attempt before a retry)."""
+    if action == "start":
+        return R if status == P else None
+    if action == "finish":
+        return S if status == R and fresh else None
+    if action == "fail":
+        return F if status in (P, R) and fresh else None
+    if action == "cancel":
+        return C if status in (P, R) else None
+    if action == "retry":
+        return P if status in (F, C) else None
+    raise AssertionError(action)
+
+
+@pytest.mark.django_db
+def test_any_sequence_of_status_changes_follows_the_documented_life_cycle() -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from mining.services.jobs import (
+        JobStateError,
+        job_cancel,
+        job_mark_failed,
+        job_mark_finished,
+        job_mark_started,
+        job_reset_for_retry,
+    )
+
+    actions = st.lists(
+        st.tuples(st.sampled_from(["start", "finish", "fail", "cancel", "retry"]), st.booleans()), max_size=12
+    )
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(actions)
+    def check(steps: list[tuple[str, bool]]) -> None:
+        run = MiningRun.objects.create(kind=RunKind.SENTENCE)
+        attempts = [run.started_at]  # started_at of each attempt; a stale worker holds an older one
+        for action, fresh in steps:
+            status = MiningRun.objects.get(pk=run.pk).status
+            worker = MiningRun.objects.get(pk=run.pk)
+            if not fresh and len(attempts) > 1:
+                worker.started_at = attempts[-2]  # a worker of the attempt before the last start
+            want = _oracle(status, action, fresh or len(attempts) < 2)
+            if action == "start":
+                got = job_mark_started(job=worker)
+                if got:
+                    attempts.append(MiningRun.objects.get(pk=run.pk).started_at)
+            elif action == "finish":
+                got = job_mark_finished(job=worker)
+            elif action == "fail":
+                got = job_mark_failed(job=worker, error="boom")
+            else:
+                try:
+                    (job_cancel if action == "cancel" else job_reset_for_retry)(job=worker)
+                    got = True
+                except JobStateError:
+                    got = False
+            after = MiningRun.objects.get(pk=run.pk).status
+            assert got == (want is not None), (steps, action, fresh, status)
+            assert after == (want or status), (steps, action, fresh, status, after)
+
+    check()
