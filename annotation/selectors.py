@@ -136,7 +136,7 @@ def _run_estimates(rows: list[tuple], runs: dict[int, str]) -> list[RunResult]:
     for run_id, mine in sorted(per_run.items()):
         good = np.array([r[7] == Verdict.GOOD for r in mine])
         weights = None
-        if any(r[9] == Sampler.STRATIFIED for r in mine):
+        if any(r[9] in (Sampler.STRATIFIED, Sampler.KEPT) for r in mine):
             drawn: dict[int, int] = defaultdict(int)
             for r in mine:
                 drawn[r[4]] += 1
@@ -150,7 +150,8 @@ def _run_estimates(rows: list[tuple], runs: dict[int, str]) -> list[RunResult]:
 
 def campaign_results(campaign: Campaign) -> dict[str, Any]:
     """GOOD rate with a 95 % interval per run, Cohen's and Fleiss' kappa, control accuracy and progress per
-    reviewer. Stratified campaigns weight each label by its stratum's size over the labels drawn from it.
+    reviewer. Stratified campaigns (and those stratified over the kept set) weight each label by its stratum's size
+    over the labels drawn from it.
 
     Items drawn by the uncertain sampler (active sampling) never enter the per-run rates: they were picked for being
     near the threshold, so they would bias them. Their GOOD rate is given apart (`active`), without an interval.

@@ -62,9 +62,13 @@ if SECRET_KEY in ("", DEV_SECRET_KEY, "change-me"):
 PCAPP_COMPUTE_THREADS = env.int("PCAPP_COMPUTE_THREADS", default=1)
 # Processes that run language identification during imports (beside the importing process itself).
 PCAPP_IMPORT_WORKERS = env.int("PCAPP_IMPORT_WORKERS", default=1)
-PCAPP_DEFAULT_ENCODER = env("PCAPP_DEFAULT_ENCODER", default="usem3")
+PCAPP_DEFAULT_ENCODER = env("PCAPP_DEFAULT_ENCODER", default="")  # blank: mining.core.defaults.DEFAULT_ENCODER
 # A running job's worker renews its lease every quarter of this; a job whose lease expired is stalled (worker gone).
 PCAPP_JOB_LEASE_SECONDS = env.int("PCAPP_JOB_LEASE_SECONDS", default=120)
+# Each worker's keeper looks after the running jobs this often (at most a quarter lease): leases, shards whose
+# messages were lost, pending jobs whose task was never sent (after PCAPP_UNSENT_SECONDS) or was lost.
+PCAPP_KEEPER_SECONDS = env.float("PCAPP_KEEPER_SECONDS", default=5.0)
+PCAPP_UNSENT_SECONDS = env.int("PCAPP_UNSENT_SECONDS", default=30)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -101,6 +105,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "pcapp.middleware.CSPMiddleware",  # django-csp's, with inline styles allowed on the API's HTML pages only
+    "pcapp.middleware.DatabaseUnavailableMiddleware",  # 503 when a view finds the database away
     # last, as django-axes asks: it answers a locked-out login attempt
     "axes.middleware.AxesMiddleware",
 ]
@@ -213,12 +218,36 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 PCAPP_STAGE_QUEUES = {name: stage_queue(name) for name in STAGE_QUEUES}
 CELERY_TASK_ROUTES = {f"mining.shard_{name}": {"queue": queue} for name, queue in PCAPP_STAGE_QUEUES.items()}
 # A message a dead worker held comes back to the queue after this (Redis); leases re-queue dead shards much sooner.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=6 * 3600 + 600)}
+# A broker that does not answer (stopped, frozen, unreachable) costs a request or a worker a few seconds, never a hang:
+# every socket operation times out after PCAPP_BROKER_TIMEOUT seconds and a publish is tried twice in all.
+PCAPP_BROKER_TIMEOUT = env.float("PCAPP_BROKER_TIMEOUT", default=3.0)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=6 * 3600 + 600),
+    "socket_timeout": PCAPP_BROKER_TIMEOUT,
+    "socket_connect_timeout": PCAPP_BROKER_TIMEOUT,
+    "max_retries": 1,
+    "interval_start": 0.2,
+    "interval_step": 0.5,
+    "interval_max": 1.0,
+}
+CELERY_BROKER_CONNECTION_TIMEOUT = PCAPP_BROKER_TIMEOUT
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0}
 # Rows per shard of a sentence run (embedding, index and query shards); candidates per filter and write shard.
 PCAPP_SHARD_ROWS = env.int("PCAPP_SHARD_ROWS", default=50_000)
 PCAPP_CANDIDATE_CHUNK_ROWS = env.int("PCAPP_CANDIDATE_CHUNK_ROWS", default=100_000)
+# After a sentence run succeeds, a task estimates its kept pairs' precision from decoys (mining.services.precision).
+PCAPP_PRECISION_AFTER_RUN = env.bool("PCAPP_PRECISION_AFTER_RUN", default=True)
 # Site-restricted document runs: documents (both sides) per match shard; small sites are batched up to this.
 PCAPP_SITE_SHARD_DOCS = env.int("PCAPP_SITE_SHARD_DOCS", default=2000)
+# Compressed (IVF-PQ) index shards (mining/services/shards/pqstages.py): an IVF run whose smaller side has at least
+# PCAPP_PQ_MIN_ROWS sentences uses them when its `index` is auto; the index shards of a side are searched in
+# PCAPP_PQ_GROUPS groups (one queue each, `./run worker --holds`), each worker process keeps PCAPP_PQ_HELD_GROUPS
+# groups in memory, and re-scores PCAPP_PQ_CANDIDATES compressed candidates a query exactly.
+PCAPP_PQ_MIN_ROWS = env.int("PCAPP_PQ_MIN_ROWS", default=10_000_000)
+PCAPP_PQ_GROUPS = env.int("PCAPP_PQ_GROUPS", default=1)
+PCAPP_PQ_HELD_GROUPS = env.int("PCAPP_PQ_HELD_GROUPS", default=4)
+PCAPP_PQ_CANDIDATES = env.int("PCAPP_PQ_CANDIDATES", default=32)
+PCAPP_PQ_BYTES = env.int("PCAPP_PQ_BYTES", default=64)
 CELERY_TASK_ROUTES["mining.site_shard"] = {"queue": PCAPP_STAGE_QUEUES["search"]}
 
 REST_FRAMEWORK = {

@@ -8,9 +8,10 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from .api_root import ApiRoot
-from .views import dashboard, not_found
+from .views import dashboard, not_found, server_failed
 
 handler404 = not_found  # /api/...: JSON, as the API's own 404s (a path no API route matches, e.g. a bad id)
+handler500 = server_failed  # 503 while the database cannot be reached
 
 urlpatterns = [
     path("", dashboard, name="dashboard"),
@@ -20,7 +21,11 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", ApiRoot.as_view(), name="api-root"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api_docs.html"),
+        name="api-docs",
+    ),
     path("api/review/", include("annotation.api_urls")),
     path("api/", include("mining.api.urls")),
     path("", include("mining.urls")),

@@ -12,8 +12,26 @@ from pathlib import Path
 
 import pytest
 
+from pcapp import launcher
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
+# No precision-estimate task after each test run (workers started by tests inherit this); the tests of the estimate
+# turn it on where they need it.
+os.environ["PCAPP_PRECISION_AFTER_RUN"] = "false"
+
+
+SLOW_FIXTURES = {"celery_worker_process", "celery_workers"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `slow` what starts real worker processes, a browser or a clone of the checkout (the million-row tests carry
+    the mark themselves), so that `-m "not slow"` gives a quick run; the default run still runs everything."""
+    for item in items:
+        if any(item.get_closest_marker(name) for name in ("worker", "browser", "clone")):
+            item.add_marker(pytest.mark.slow)
+        elif SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +46,8 @@ def _torch_threads_restored() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _data_dir(settings, tmp_path: Path) -> Path:
-    """Every test gets its own PCAPP_DATA_DIR."""
+    """Every test gets its own PCAPP_DATA_DIR (and no precision task after its runs)."""
+    settings.PCAPP_PRECISION_AFTER_RUN = False
     settings.PCAPP_DATA_DIR = tmp_path / "pcapp-data"
     settings.PCAPP_DATA_DIR.mkdir()
     return settings.PCAPP_DATA_DIR
@@ -108,10 +127,7 @@ def celery_worker_process(transactional_db, settings, _data_dir, tmp_path) -> It
     from django.db import connection
 
     queue = f"test-{uuid.uuid4().hex[:8]}"
-    db = connection.settings_dict
-    url = f"postgres://{db['USER']}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
-    if db.get("PASSWORD"):
-        url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+    url = launcher.database_url(connection.settings_dict)  # the test database, as the worker subprocess reads it
     env = {
         **os.environ,
         "DATABASE_URL": url,
@@ -241,9 +257,7 @@ def celery_workers(transactional_db, settings, _data_dir, tmp_path) -> Iterator[
 
     tag = f"test-{uuid.uuid4().hex[:8]}"
     stage = {name: f"{tag}-{name}" for name in ("embed", "index", "search", "io")}
-    db = connection.settings_dict
-    auth = f"{db['USER']}:{db['PASSWORD']}" if db.get("PASSWORD") else db["USER"]
-    url = f"postgres://{auth}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
+    url = launcher.database_url(connection.settings_dict)
     settings.PCAPP_JOB_LEASE_SECONDS = 4
     settings.CELERY_TASK_DEFAULT_QUEUE = tag
     app.conf.task_default_queue = tag

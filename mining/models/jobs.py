@@ -39,6 +39,14 @@ class Job(models.Model):
     lease_expires_at = models.DateTimeField(
         null=True, blank=True, help_text="The holder renews this while alive; past it, the job is stalled."
     )
+    queued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it last became pending (created, or retried)."
+    )
+    enqueued_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When its task was published to the broker for this attempt; empty while it was not (yet).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -62,6 +70,16 @@ class Job(models.Model):
             and self.lease_expires_at is not None
             and self.lease_expires_at < timezone.now()
         )
+
+    @property
+    def state(self) -> str:
+        """The status as the user should read it: "stalled" for a running job whose worker stopped renewing its
+        lease, else the status."""
+        return "stalled" if self.is_stalled else self.status
+
+    @property
+    def state_display(self) -> str:
+        return "Stalled" if self.is_stalled else self.get_status_display()  # type: ignore[attr-defined]
 
     @property
     def can_cancel(self) -> bool:

@@ -9,6 +9,12 @@ URLs, score, rank, evidence, labels, and the aligned sentence pairs when an alig
 the aligned sentence pairs of its latest alignment run, or each document pair's two texts before any alignment, with
 the two documents' ids (TSV columns 8-9, TMX `x-src-doc` / `x-tgt-doc` / `x-doc-rank`).
 
+Every export says what it is (``export_statement``: the threshold it keeps at, the threshold's source and the precision
+stated for it with its interval, or why none is): TMX in its header's props (`x-threshold`, `x-threshold-source`,
+`x-precision`, `x-precision-low`, `x-precision-high`, `x-precision-reason`, `x-statement` as JSON), Parquet in its
+schema's metadata (key `pcapp`), the Moses zip in a `metadata.json` beside the three sides, a built TSV or JSONL file in
+`<file>.meta.json` beside it, and every streamed download in its `X-Pcapp-Threshold` response header.
+
 Rows are read with a server-side cursor in chunks, so a stream or a file of any size uses constant memory.
 Large sets are written by the `mining.export_run` task to PCAPP_DATA_DIR/exports/ (temporary file, then os.replace).
 """
@@ -17,8 +23,8 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import itertools
 import json
-import os
 import re
 import tempfile
 import zipfile
@@ -32,10 +38,13 @@ from django.conf import settings
 from django.db import models, transaction
 from django.db.models import QuerySet
 
+from mining.core.files import atomic_path, write_text_atomic
 from pcapp.celery import app as celery_app
 
 from ..models import MiningRun, RunKind, SentencePairCandidate
+from ..params import default_encoder_name
 from ..selectors import annotate_labels, kept_q, run_threshold
+from ..selectors.precision import statement_json, statement_line, threshold_statement
 from .export_documents import SENTENCE_ROW_FIELDS, DocumentKeep, bitext_rows, document_records
 from .export_parquet import write_parquet
 
@@ -68,6 +77,15 @@ class KeepRule:
 
     def as_dict(self) -> dict[str, Any]:
         return {"mode": self.mode.value, "threshold": self.threshold, "include_filtered": self.include_filtered}
+
+
+def export_statement(*, run: MiningRun, rule: KeepRule) -> dict[str, Any]:
+    """What the export keeps: the run's threshold statement (``selectors.precision.threshold_statement``) at the
+    threshold the rule keeps at, with the rule itself (a rule that keeps by labels alone uses no threshold)."""
+    statement = threshold_statement(run, threshold=rule.threshold)
+    if rule.mode is KeepMode.GOOD:
+        statement = {**statement, "reason": statement["reason"] or "kept by labels, not by the threshold"}
+    return {**statement, "run": run.pk, "keep": rule.as_dict()}
 
 
 def export_queryset(*, run: MiningRun, rule: KeepRule) -> QuerySet:
@@ -157,7 +175,23 @@ def _xml(text: str) -> str:
 
 
 def _encoder_name(run: MiningRun) -> str:
-    return str(run.encoder) if run.encoder_id else settings.PCAPP_DEFAULT_ENCODER
+    return str(run.encoder) if run.encoder_id else default_encoder_name()
+
+
+def _statement_props(statement: dict[str, Any]) -> str:
+    """The TMX header props of an export's statement."""
+    t = statement["threshold"]
+    props = [("x-threshold", "none" if t is None else f"{t:.6f}"), ("x-threshold-source", statement["source_label"])]
+    if statement["precision"] is not None:
+        props += [
+            ("x-precision", f"{statement['precision']:.4f}"),
+            ("x-precision-low", f"{statement['low']:.4f}"),
+            ("x-precision-high", f"{statement['high']:.4f}"),
+        ]
+    else:
+        props.append(("x-precision-reason", statement["reason"]))
+    props.append(("x-statement", statement_json(statement)))
+    return "".join(f'<prop type="{t}">{_xml(str(v))}</prop>' for t, v in props)
 
 
 def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
@@ -167,7 +201,8 @@ def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
         f'<header creationtool="pcapp" creationtoolversion="1" segtype="sentence" o-tmf="pcapp" '
         f'adminlang="en" srclang={quoteattr(run.src_lang)} datatype="plaintext">\n'
         f'<prop type="x-run">{run.pk}</prop><prop type="x-encoder">{_xml(_encoder_name(run))}</prop>'
-        f'<prop type="x-keep">{_xml(json.dumps(rule.as_dict()))}</prop>\n</header>\n<body>\n'
+        f'<prop type="x-keep">{_xml(json.dumps(rule.as_dict()))}</prop>'
+        f"{_statement_props(export_statement(run=run, rule=rule))}\n</header>\n<body>\n"
     )
     for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal, doc, urls in export_rows(run, rule):
         props = [
@@ -235,18 +270,32 @@ def _jsonl(run: MiningRun, rule: KeepRule) -> Iterator[str]:
 def parquet_chunks(*, run: MiningRun, rule: KeepRule, chunk: int = 1 << 20) -> Iterator[bytes]:
     """The Parquet export as bytes: written to a temporary file (Parquet's footer comes last), then read back."""
     with tempfile.TemporaryFile() as fh:
-        write_parquet(export_rows(run, rule), fh, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang)
+        write_parquet(
+            export_rows(run, rule),
+            fh,
+            run_id=run.pk,
+            src_lang=run.src_lang,
+            tgt_lang=run.tgt_lang,
+            metadata=export_statement(run=run, rule=rule),
+        )
         fh.seek(0)
         while block := fh.read(chunk):
             yield block
 
 
-def export_stream(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> Iterator[str]:
-    """The export as text chunks (Moses: one `side`, 'src', 'tgt' or 'scores'; Parquet: bytes)."""
+TSV_HEADER = "src\ttgt\tscore\tcosine\tconfidence\tcalibration\tlabel\n"
+"""The first line of a TSV export with a header (`header=True`, the CLI's --header, the export page's checkbox)."""
+
+
+def export_stream(
+    *, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src", header: bool = False
+) -> Iterator[str]:
+    """The export as text chunks (Moses: one `side`, 'src', 'tgt' or 'scores'; Parquet: bytes). `header`: a TSV
+    export starts with TSV_HEADER (the other formats name their fields themselves)."""
     if fmt is ExportFormat.PARQUET:
         return parquet_chunks(run=run, rule=rule)  # type: ignore[return-value]
     if fmt is ExportFormat.TSV:
-        return _tsv(run, rule)
+        return itertools.chain([TSV_HEADER], _tsv(run, rule)) if header else _tsv(run, rule)
     if fmt is ExportFormat.MOSES:
         if side not in MOSES_SIDES:
             raise ValueError("Moses side must be 'src', 'tgt' or 'scores'")
@@ -272,14 +321,18 @@ class ExportDownload:
     chunks: Iterator[str]
     content_type: str
     filename: str
+    statement: str = ""  # the export's statement in one ASCII line (the X-Pcapp-Threshold header)
 
 
-def export_download(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> ExportDownload:
-    """The export as a download (Moses: one `side`)."""
+def export_download(
+    *, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src", header: bool = False
+) -> ExportDownload:
+    """The export as a download (Moses: one `side`; TSV: with a first line naming the columns when `header`)."""
     return ExportDownload(
-        export_stream(run=run, rule=rule, fmt=fmt, side=side),
+        export_stream(run=run, rule=rule, fmt=fmt, side=side, header=header),
         CONTENT_TYPES[fmt],
         export_filename(run=run, rule=rule, fmt=fmt, side=side if fmt is ExportFormat.MOSES else None),
+        statement_line(export_statement(run=run, rule=rule)),
     )
 
 
@@ -291,11 +344,12 @@ def send_export_task(*args: Any) -> None:
     celery_app.send_task(EXPORT_TASK, args=list(args))
 
 
-def export_enqueue(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> Path:
+def export_enqueue(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool = False) -> Path:
     """Have the export task build the file once the current transaction commits; returns where it will be."""
-    args = (run.pk, fmt.value, rule.mode.value, rule.threshold, rule.include_filtered)
+    header = header and fmt is ExportFormat.TSV
+    args = (run.pk, fmt.value, rule.mode.value, rule.threshold, rule.include_filtered) + ((True,) if header else ())
     transaction.on_commit(lambda: send_export_task(*args))
-    return export_file_path(run=run, rule=rule, fmt=fmt)
+    return export_file_path(run=run, rule=rule, fmt=fmt, header=header)
 
 
 def export_filename(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str | None = None) -> str:
@@ -313,24 +367,46 @@ def exports_dir() -> Path:
     return Path(settings.PCAPP_DATA_DIR) / "exports"
 
 
-def export_file_path(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> Path:
+def export_file_path(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool = False) -> Path:
     """Where the task writes this export (deterministic: the same request reuses the same file)."""
-    digest = hashlib.sha1(json.dumps([fmt.value, rule.as_dict()], sort_keys=True).encode()).hexdigest()[:10]
+    key = [fmt.value, rule.as_dict()] + (["header"] if header and fmt is ExportFormat.TSV else [])
+    digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
     ext = "zip" if fmt is ExportFormat.MOSES else fmt.value
     return exports_dir() / f"run{run.pk}-{fmt.value}-{digest}.{ext}"
 
 
-def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> tuple[Path, int]:
-    """Write the export to its file (temporary name, then os.replace); returns (path, pairs written)."""
-    path = export_file_path(run=run, rule=rule, fmt=fmt)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
+def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool = False) -> tuple[Path, int]:
+    """Write the export to its file (a temporary name beside it, then an atomic rename: `atomic_path`); returns (path,
+    pairs written). `header`: a TSV file starts with TSV_HEADER."""
+    header = header and fmt is ExportFormat.TSV
+    path = export_file_path(run=run, rule=rule, fmt=fmt, header=header)
+    statement = export_statement(run=run, rule=rule)
+    with atomic_path(path) as tmp:
+        n = _write_export(tmp, run=run, rule=rule, fmt=fmt, header=header, statement=statement)
+    if fmt in (ExportFormat.TSV, ExportFormat.JSONL):
+        write_statement(path, statement)
+    return path, n
+
+
+def _write_export(
+    tmp: Path, *, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool, statement: dict[str, Any]
+) -> int:
+    """Write the export to `tmp` (the statement inside Parquet's metadata, the Moses zip's metadata.json); returns
+    the pairs written."""
     n = 0
     if fmt is ExportFormat.PARQUET:
         with tmp.open("wb") as fh:
-            n = write_parquet(export_rows(run, rule), fh, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang)
+            n = write_parquet(
+                export_rows(run, rule),
+                fh,
+                run_id=run.pk,
+                src_lang=run.src_lang,
+                tgt_lang=run.tgt_lang,
+                metadata=statement,
+            )
     elif fmt is ExportFormat.MOSES:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("metadata.json", statement_json(statement) + "\n")
             for side in MOSES_SIDES:
                 with zf.open(export_filename(run=run, rule=rule, fmt=fmt, side=side), "w") as fh:
                     n = 0
@@ -339,13 +415,25 @@ def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> t
                         n += 1
     else:
         with tmp.open("w", encoding="utf-8") as fh:
-            for chunk in export_stream(run=run, rule=rule, fmt=fmt):
+            for chunk in export_stream(run=run, rule=rule, fmt=fmt, header=header):
                 fh.write(chunk)
                 n += 1
+        n -= 1 if header else 0
         if fmt is ExportFormat.TMX:
             n -= 3  # prologue, header and closing chunks
-    os.replace(tmp, path)
-    return path, n
+    return n
+
+
+def statement_path(path: Path) -> Path:
+    """The metadata file beside a TSV or JSONL export file."""
+    return path.with_name(path.name + ".meta.json")
+
+
+def write_statement(path: Path, statement: dict[str, Any]) -> Path:
+    """Write an export's statement to its metadata file (temporary name, then os.replace)."""
+    meta = statement_path(path)
+    write_text_atomic(meta, statement_json(statement) + "\n")
+    return meta
 
 
 def export_files(*, run: MiningRun) -> list[Path]:

@@ -70,6 +70,8 @@ def check_import(*, fmt: str, paths: list[str], options: dict, corpus_name: str)
         check_language(options.get("src_lang") or ("en" if fmt == Format.PO else ""))
         if fmt != Format.PO or options.get("tgt_lang"):
             check_language(options.get("tgt_lang") or "")
+    if Corpus.objects.filter(name=corpus_name, deleting=True).exists():
+        raise ImportFailure(f"corpus '{corpus_name}' is being deleted; import under another name")
     if options.get("into") is False and Corpus.objects.filter(name=corpus_name).exists():
         raise ImportFailure(f"a corpus named '{corpus_name}' exists (import into it with --into)")
 
@@ -92,10 +94,15 @@ def import_job_create(
 IMPORT_TASK = "mining.import_corpus"  # mining.tasks.import_corpus_task, sent by name: tasks imports this module
 
 
+def send_import_task(job_id: int) -> None:
+    """Send an import job's task to the broker now; BrokerUnavailable marks the job failed."""
+    send_task_or_fail(name=IMPORT_TASK, job=ImportJob(pk=job_id), args=[job_id])
+
+
 def import_job_enqueue(*, job: ImportJob) -> None:
     """Run the job on a worker once the current transaction commits; when the broker cannot be reached the job is
     marked failed (saying so) and BrokerUnavailable is raised, so it is never left pending."""
-    transaction.on_commit(lambda: send_task_or_fail(name=IMPORT_TASK, job=job, args=[job.pk]))
+    transaction.on_commit(lambda: send_import_task(job.pk))
 
 
 def import_execute(*, job: ImportJob, task_id: str = "", helpers: int = 0) -> ImportJob:
@@ -166,6 +173,8 @@ def _import(job: ImportJob, reporter: ProgressReporter) -> dict:
         # all at commit after the last batch; the writer sends rows after the rows they refer to.
         cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
     corpus = Corpus.objects.filter(name=job.corpus_name).first()
+    if corpus is not None and corpus.deleting:
+        raise ImportFailure(f"corpus '{job.corpus_name}' is being deleted; import under another name")
     if corpus is not None and not opts.get("into"):
         raise ImportFailure(f"a corpus named '{job.corpus_name}' exists (import into it with --into)")
     if corpus is None:

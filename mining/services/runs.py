@@ -7,14 +7,26 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
+from django.utils import timezone
 
-from ..models import Artefact, Corpus, DocumentPairCandidate, JobStatus, MiningRun, RunKind, SentencePairCandidate
+from ..models import (
+    Artefact,
+    Corpus,
+    DocumentPairCandidate,
+    JobStatus,
+    MiningRun,
+    RunKind,
+    RunShard,
+    SentencePairCandidate,
+)
+from ..params import ParamsError, RunParams, params_class
 from .jobs import BrokerUnavailable as BrokerUnavailable  # the API and pages catch it from here
 from .jobs import (
     JobStateError,
@@ -22,6 +34,7 @@ from .jobs import (
     job_mark_failed,
     job_mark_finished,
     job_mark_started,
+    job_may,
     job_record_timing,
     job_reset_for_retry,
     send_task_or_fail,
@@ -43,18 +56,42 @@ def check_run_start(
     tgt_lang: str,
     parent: MiningRun | None,
 ) -> dict[str, str]:
-    """The rules of what a run may be started on, as {field: message} (empty when it may start)."""
+    """The rules of what a run may be started on, as {field: message} (empty when it may start). Every entry point
+    (the run form, the API, the commands, the pages that start runs) goes through `run_create`, which applies them.
+
+    An alignment run aligns its document run's pairs: its languages and corpora are the parent's, so a language or
+    corpus given that differs from the parent's is refused, naming it."""
     errors: dict[str, str] = {}
+    if kind == RunKind.ALIGN:
+        if parent is None:
+            errors["parent"] = "An alignment run needs a finished document run."
+        elif parent.kind != RunKind.DOCUMENT or parent.status != JobStatus.SUCCEEDED:
+            errors["parent"] = f"Run {parent.pk} is not a finished document run."
+        else:
+            given = {"src_lang": src_lang, "tgt_lang": tgt_lang, "src_corpus": src_corpus, "tgt_corpus": tgt_corpus}
+            for name, value in given.items():
+                own = getattr(parent, name)
+                if value and value != own:
+                    errors[name] = (
+                        f"An alignment run aligns its document run's {name.replace('_', ' ')}: run {parent.pk} has "
+                        f"'{own}', not '{value}' (leave it out)."
+                    )
+        return errors
     tgt_corpus = tgt_corpus or src_corpus
+    for field, corpus in (("src_corpus", src_corpus), ("tgt_corpus", tgt_corpus)):
+        if corpus is not None and corpus.deleting:
+            errors[field] = f"Corpus {corpus} is being deleted."
     if src_corpus is not None and src_lang and src_lang not in (src_corpus.languages or []):
         errors["src_lang"] = f"Corpus {src_corpus} has no '{src_lang}' text."
     if tgt_corpus is not None and tgt_lang and tgt_lang not in (tgt_corpus.languages or []):
         errors["tgt_lang"] = f"Corpus {tgt_corpus} has no '{tgt_lang}' text."
     if src_corpus == tgt_corpus and src_lang and src_lang == tgt_lang:
         errors["tgt_lang"] = "Pick two different languages when mining a corpus against itself."
-    if kind == RunKind.ALIGN and parent is None:
-        errors["parent"] = "An alignment run needs a finished document run."
     return errors
+
+
+class RunStartError(ParamsError):
+    """A run that may not start: `errors` maps each field (a parameter, a language, the parent) to its message."""
 
 
 @transaction.atomic
@@ -68,13 +105,29 @@ def run_create(
     tgt_lang: str = "",
     encoder: Artefact | None = None,
     parent: MiningRun | None = None,
-    params: dict | None = None,
+    params: RunParams | dict | None = None,
     name: str = "",
     enqueue: bool = True,
 ) -> MiningRun:
-    """Create a run and enqueue it once the transaction commits."""
-    if kind not in RunKind.values:
-        raise ValueError(f"unknown run kind {kind!r}")
+    """Create a run and enqueue it once the transaction commits.
+
+    `params` is the kind's typed parameters (`mining.params`); a dict is checked by that class first. The start rules
+    (`check_run_start`) are applied here, so no entry point skips them: RunStartError (a ParamsError) names each
+    broken one. An alignment run takes its corpora and languages from its parent document run."""
+    cls = params_class(kind)
+    if params is None or isinstance(params, dict):
+        params = cls.from_dict(params)
+    elif not isinstance(params, cls):
+        raise TypeError(f"a {kind} run takes {cls.__name__}, not {type(params).__name__}")
+    errors = check_run_start(
+        kind=kind, src_corpus=src_corpus, tgt_corpus=tgt_corpus, src_lang=src_lang, tgt_lang=tgt_lang, parent=parent
+    )
+    if errors:
+        raise RunStartError(errors)
+    if kind == RunKind.ALIGN and parent is not None:
+        src_corpus, tgt_corpus = parent.src_corpus, parent.tgt_corpus
+        src_lang, tgt_lang = parent.src_lang, parent.tgt_lang
+        encoder = encoder or parent.encoder
     run = MiningRun.objects.create(
         kind=kind,
         name=name,
@@ -85,7 +138,7 @@ def run_create(
         tgt_lang=tgt_lang,
         encoder=encoder,
         parent=parent,
-        params=params or {},
+        params=params.to_dict(),
     )
     if enqueue:
         run_enqueue(run=run)
@@ -111,8 +164,9 @@ def run_cancel(*, run: MiningRun) -> MiningRun:
     return job_cancel(job=run)
 
 
-def run_candidates_delete(*, run_ids: list[int]) -> int:
+def run_candidates_delete(*, run_ids: list[int], referred_only: bool = False) -> int:
     """Delete every sentence- and document-pair candidate of the runs, with what refers to them; returns the count.
+    With `referred_only`, only the candidates that something refers to (the caller deletes the rest in batches).
 
     Precondition: inside a transaction, the runs locked or not running. Candidates that labels, campaign items or
     alignment candidates refer to go through the ORM (which deletes those first); the rest go in one raw DELETE per
@@ -128,27 +182,69 @@ def run_candidates_delete(*, run_ids: list[int]) -> int:
             referred |= Q(pk__in=rel.related_model.objects.filter(**{f"{name}__run_id__in": run_ids}).values(name))
         _, by_model = of_runs.filter(referred).delete()
         n_referred = by_model.get(model._meta.label, 0)
+        if referred_only:
+            deleted += n_referred
+            continue
         with connection.cursor() as cur:  # one statement: batches inside one transaction only add work
             cur.execute(f"DELETE FROM {model._meta.db_table} WHERE run_id = ANY(%s)", [list(run_ids)])
             deleted += n_referred + cur.rowcount
     return deleted
 
 
-def run_delete(*, run: MiningRun) -> dict[str, int]:
+def _live_shards(run_id: int) -> int:
+    """Shards of the run a live worker holds (its lease not expired)."""
+    return (
+        RunShard.objects.filter(run_id=run_id, finished_at__isnull=True, lease_expires_at__gt=timezone.now())
+        .exclude(lease_owner="")
+        .count()
+    )
+
+
+def run_delete(*, run: MiningRun, wait_seconds: float = 10.0) -> dict[str, int]:
     """Delete a run with its candidates, shard rows and files, in well under 5 s for a million candidates.
 
-    All rows go in one transaction (nothing is half-deleted on error), then the run's folder. Raises JobStateError
-    for a run that is running (cancel it first). Returns the row counts by model.
+    Allowed by TRANSITIONS["delete"]: a pending, finished or stalled run; raises JobStateError for a running one
+    (cancel it first). The shards a cancel stopped let go of their leases at their next check: the deletion waits
+    up to `wait_seconds` for them, and a shard still at work afterwards finds its run gone and removes the run's
+    folder itself (shard_execute). All rows go in one transaction (nothing is half-deleted on error), then the
+    run's folder. Returns the row counts by model.
     """
+    deadline = time.monotonic() + wait_seconds
+    while (
+        _live_shards(run.pk)
+        and time.monotonic() < deadline
+        and MiningRun.objects.filter(pk=run.pk, status__in=[JobStatus.CANCELLED, JobStatus.FAILED]).exists()
+    ):
+        time.sleep(0.2)
     with transaction.atomic():
         run = MiningRun.objects.select_for_update().get(pk=run.pk)
-        if not run.is_finished and not run.is_stalled and run.status != JobStatus.PENDING:
+        if not job_may(run, "delete"):
             raise JobStateError(f"run {run.pk} is {run.status}: cancel it before deleting it")
         counts = {"candidates": run_candidates_delete(run_ids=[run.pk])}
         _, by_model = MiningRun.objects.filter(pk=run.pk).delete()
         counts.update({label.split(".")[-1].lower(): n for label, n in by_model.items()})
     shutil.rmtree(Path(settings.PCAPP_DATA_DIR) / "runs" / f"run-{run.pk}", ignore_errors=True)
     return counts
+
+
+def runs_orphan_folders_delete(*, min_age_seconds: float = 60.0) -> list[int]:
+    """Remove the folders under PCAPP_DATA_DIR/runs/ of runs that no longer exist (a shard killed while it wrote after
+    its run was deleted), once untouched for `min_age_seconds`; returns the run ids."""
+    root = Path(settings.PCAPP_DATA_DIR) / "runs"
+    if not root.is_dir():
+        return []
+    found = {}
+    for path in root.glob("run-*"):
+        suffix = path.name[4:]
+        if suffix.isdigit() and path.is_dir() and time.time() - path.stat().st_mtime > min_age_seconds:
+            found[int(suffix)] = path
+    alive = set(MiningRun.objects.filter(pk__in=list(found)).values_list("pk", flat=True))
+    gone = sorted(set(found) - alive)
+    for run_id in gone:
+        shutil.rmtree(found[run_id], ignore_errors=True)
+    if gone:
+        logger.warning("removed the folders of deleted runs %s", gone)
+    return gone
 
 
 @transaction.atomic

@@ -17,8 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict
 
 import numpy as np
 import torch
@@ -30,10 +29,11 @@ from mining.core.encoders.base import (
     Progress,
     SentenceEncoder,
     UnsupportedLanguage,
-    check_domain_weight,
     normalize_lang,
 )
+from mining.core.encoders.configs import AdapterConfig
 from mining.core.encoders.dan_train import _index_texts, mine_hard_negatives
+from mining.core.files import atomic_path
 from mining.core.hw import Compute, resolve_compute
 from mining.core.knn import knn_exact
 from mining.core.losses import additive_margin_softmax_loss
@@ -44,32 +44,6 @@ logger = logging.getLogger(__name__)
 SIDES = ("src", "tgt")
 
 
-@dataclass(frozen=True)
-class AdapterConfig:
-    """Adapter tower and training settings.
-
-    `hidden`: the tower's widths; the last is the output dimension (>= the base's keeps the skip an isometry).
-    `hard_negatives`: M near-misses per source, mined once with the base embeddings (0 = in-batch negatives only).
-    `validation`: share of the pairs held out to pick the epoch (at most `max_validation` pairs).
-    `domain_weight`: with `train_adapter(domain=...)`, how many times each in-domain pair is seen per epoch (a few
-    thousand pairs of the user's own text beside tens of thousands of background pairs would otherwise be drowned).
-    """
-
-    hidden: tuple[int, ...] = (512, 512, 512)
-    batch_size: int = 256
-    lr: float = 3e-4
-    margin: float = 0.3
-    scale: float = 20.0
-    epochs: int = 6
-    hard_negatives: int = 5
-    validation: float = 0.05
-    max_validation: int = 2000
-    domain_weight: int = 1
-
-    def __post_init__(self) -> None:
-        check_domain_weight(self.domain_weight)
-
-
 class AdapterModel(nn.Module):
     """A source and a target tower over frozen base embeddings; both start from the same skip projection."""
 
@@ -77,7 +51,9 @@ class AdapterModel(nn.Module):
         super().__init__()
         self.config = config
         self.in_dim = in_dim
-        self.history: list[float] = []  # validation P@1 per epoch, from 0 (the base encoder)
+        self.history: list[
+            float
+        ] = []  # held-out score per epoch, from 0 (the base encoder): P@1 unless the caller scores
         self.best_epoch = 0
         self.towers = paired_towers(in_dim, config.hidden, skip=True, seed=seed)
 
@@ -258,7 +234,7 @@ def train_adapter(
                 progress(done, total)
         if len(val_rows):
             history.append(score(model))
-            logger.info("adapter epoch %d: loss %.4f, validation P@1 %.4f", epoch + 1, loss.item(), history[-1])
+            logger.info("adapter epoch %d: loss %.4f, held-out score %.4f", epoch + 1, loss.item(), history[-1])
             if history[-1] > history[best_epoch]:
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 best_epoch = epoch + 1
@@ -314,17 +290,16 @@ class AdaptedEncoder(SentenceEncoder):
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the adapter atomically (the base encoder is referred to by its registry name)."""
-        tmp = Path(f"{path}.tmp")
-        torch.save(
-            {
-                "base": self.base.name,
-                "src_lang": self.src_lang,
-                "tgt_lang": self.tgt_lang,
-                "adapter": self.model.state(),
-            },
-            tmp,
-        )
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            torch.save(
+                {
+                    "base": self.base.name,
+                    "src_lang": self.src_lang,
+                    "tgt_lang": self.tgt_lang,
+                    "adapter": self.model.state(),
+                },
+                tmp,
+            )
 
     @classmethod
     def load(

@@ -9,11 +9,10 @@ from xml.etree import ElementTree
 import pytest
 from django.urls import reverse
 
-from mining.models import DocumentPairCandidate, MiningRun, RunKind, SentencePairCandidate
+from mining.models import MiningRun
 from mining.services.export import ExportFormat, KeepMode, KeepRule, export_build_file, export_files
 from mining.tasks import export_run
-from tests.factories.mining import DocumentFactory, MiningRunFactory, SentenceFactory
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_document_run, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -110,11 +109,13 @@ def test_task_builds_moses_zip_and_page_links_it(staff_client, run):
     with zipfile.ZipFile(path) as zf:
         names = sorted(zf.namelist())
         assert names == [
+            "metadata.json",  # the threshold, its source, the precision stated (or why none is)
             f"run{run.pk}-en-fr-threshold.en",
             f"run{run.pk}-en-fr-threshold.fr",
             f"run{run.pk}-en-fr-threshold.scores",
         ]
-        assert zf.read(names[0]).decode().splitlines() == ["Hello <world> & co", "Good night"]
+        assert zf.read(names[1]).decode().splitlines() == ["Hello <world> & co", "Good night"]
+        assert json.loads(zf.read("metadata.json"))["threshold"] == 1.1
     page = staff_client.get(reverse("run-export", args=[run.pk])).content.decode()
     link = reverse("run-export-download", args=[run.pk, path.name])
     assert link in page
@@ -145,61 +146,6 @@ def test_build_file_counts_tmx_pairs(run):
 
 
 # --- document runs ------------------------------------------------------------------------------------------------
-
-
-def make_document_run(*, aligned: bool):
-    """A document run with 3 document pairs (scores 1.5, 1.2 pre-filtered, 1.1; run threshold 1.0) of 2-sentence
-    pages, and with `aligned` a succeeded alignment run holding each pair's 2 sentence pairs (one flagged identical)."""
-    run = MiningRunFactory(kind=RunKind.DOCUMENT, params={"method": "rerank", "threshold": 1.0})
-    pairs = []
-    for i, (score, reason) in enumerate([(1.5, ""), (1.2, "word_ratio"), (1.1, "")]):
-        docs = []
-        for lang, word in (("en", "Page"), ("fr", "Feuille")):
-            doc = DocumentFactory(
-                corpus=run.src_corpus,
-                lang=lang,
-                external_id=f"p{i}",
-                title=f"{word} {i}",
-                url=f"https://example.invalid/{lang}/{i}",
-                n_sentences=2,
-            )
-            for k in range(2):
-                SentenceFactory(document=doc, position=k, text=f"{word} {i} line {k}.")
-            docs.append(doc)
-        pairs.append(
-            DocumentPairCandidate.objects.create(
-                run=run,
-                src=docs[0],
-                tgt=docs[1],
-                cosine=0.9,
-                score=score,
-                rank=i + 1,
-                strategy="max_score",
-                filter_reason=reason,
-                evidence={"method": "rerank", "retrieval": {"by": "hide", "rank": 1}},
-            )
-        )
-    if aligned:
-        align = MiningRunFactory(kind=RunKind.ALIGN, parent=run, src_corpus=run.src_corpus, params={})
-        rank = 0
-        for pair in pairs:
-            src = list(pair.src.sentences.order_by("position"))
-            tgt = list(pair.tgt.sentences.order_by("position"))
-            for k in range(2):
-                rank += 1
-                SentencePairCandidate.objects.create(
-                    run=align,
-                    src=src[k],
-                    tgt=tgt[k],
-                    cosine=0.8,
-                    score=0.8,
-                    rank=rank,
-                    strategy="align",
-                    filter_reason="identical" if (pair.rank, k) == (3, 1) else "",
-                    doc_pair=pair,
-                    evidence={"bead": [1, 1]},
-                )
-    return run
 
 
 def _download(client, run, **params) -> str:
@@ -295,3 +241,33 @@ def test_document_run_moses_file_is_built_by_the_task():
             "Feuille 0 line 1.",
             "Feuille 2 line 0.",
         ]
+
+
+def test_the_page_posts_its_download_with_a_tsv_header_and_no_token_in_an_address(staff_client, run):
+    page = staff_client.get(reverse("run-export", args=[run.pk])).content.decode()
+    assert f'<form method="post" action="/runs/{run.pk}/export/" class="card" id="export-form">' in page
+    assert 'name="header"' in page
+    data = {"format": "tsv", "keep": "threshold", "download": "1", "header": "on"}
+    lines = _body(staff_client.post(reverse("run-export", args=[run.pk]), data)).splitlines()
+    assert lines[0] == "src\ttgt\tscore\tcosine\tconfidence\tcalibration\tlabel"
+    assert [line.split("\t")[0] for line in lines[1:]] == ["Hello <world> & co", "Good night"]
+    without = _body(staff_client.post(reverse("run-export", args=[run.pk]), {**data, "header": ""})).splitlines()
+    assert without == lines[1:]
+
+
+def test_building_in_the_background_keeps_the_chosen_format(staff_client, run, monkeypatch):
+    sent = []
+    monkeypatch.setattr("mining.services.export.send_export_task", lambda *a: sent.append(a))
+    data = {"format": "jsonl", "keep": "both", "threshold": "1.2", "download": "1"}
+    response = staff_client.post(reverse("run-export-build", args=[run.pk]), data)
+    assert response.status_code == 302 and "format=jsonl" in response.url and "keep=both" in response.url
+    page = staff_client.get(response.url).content.decode()
+    assert '<option value="jsonl" selected>' in page and 'value="1.2"' in page
+
+
+def test_a_tsv_file_built_with_a_header_starts_with_it(run):
+    path, n = export_build_file(run=run, rule=KeepRule(mode=KeepMode.THRESHOLD), fmt=ExportFormat.TSV, header=True)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert n == 2 and lines[0].startswith("src\ttgt\tscore") and len(lines) == 3
+    plain, _ = export_build_file(run=run, rule=KeepRule(mode=KeepMode.THRESHOLD), fmt=ExportFormat.TSV)
+    assert plain != path and plain.read_text(encoding="utf-8").splitlines() == lines[1:]
