@@ -71,3 +71,37 @@ class CachedEncoder:
         np.save(tmp, emb)
         os.replace(tmp, path)
         return emb
+
+
+class SentenceCache:
+    """An encoder whose outputs are cached on disk per sentence (encoder tag, language, text): runs that read the same
+    pages a little differently (another extractor, another page-language rule) encode only the sentences they add.
+    Each call stores what it encoded as a new shard (keys + vectors)."""
+
+    def __init__(self, encoder, tag: str) -> None:
+        self.encoder, self.tag = encoder, tag
+        self._rows: dict[str, dict[str, np.ndarray]] = {}
+
+    def _load(self, lang: str) -> dict[str, np.ndarray]:
+        if lang not in self._rows:
+            rows: dict[str, np.ndarray] = {}
+            for keys in sorted(CACHE.glob(f"sent-{self.tag}-{lang}-*.keys")):
+                emb = np.load(keys.with_suffix(".npy"))
+                rows.update(zip(keys.read_text(encoding="utf-8").split("\x00"), emb, strict=True))
+            self._rows[lang] = rows
+        return self._rows[lang]
+
+    def __call__(self, texts: list[str], lang: str) -> np.ndarray:
+        rows = self._load(lang)
+        new = [t for t in dict.fromkeys(texts) if t not in rows]
+        if new:
+            t0 = time.perf_counter()
+            emb = np.asarray(self.encoder.encode(new, lang), dtype=np.float32)
+            logging.info("%s encoded %d new %s sentences in %.1f s", self.tag, len(new), lang, time.perf_counter() - t0)
+            CACHE.mkdir(parents=True, exist_ok=True)
+            name = hashlib.blake2b("\x00".join(new).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+            base = CACHE / f"sent-{self.tag}-{lang}-{name}"
+            np.save(f"{base}.npy", emb)
+            Path(f"{base}.keys").write_text("\x00".join(new), encoding="utf-8")
+            rows.update(zip(new, emb, strict=True))
+        return np.stack([rows[t] for t in texts]) if texts else np.zeros((0, self.encoder.dim), np.float32)

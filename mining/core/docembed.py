@@ -61,11 +61,14 @@ class Documents:
         sentences: the flat sentence texts (what Document BoW reads), or None.
         emb: (n_sentences, d) float32 sentence embeddings, rows L2-normalised (what Sentence-Avg and HiDE read),
             or None.
+        foreign: (n_docs,) each document's third-language share (`langshare`, what RERANK's foreign weight reads),
+            or None.
     """
 
     offsets: np.ndarray
     sentences: Sequence[str] | None = None
     emb: np.ndarray | None = None
+    foreign: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.sentences is None and self.emb is None:
@@ -74,6 +77,8 @@ class Documents:
         if self.sentences is not None and self.emb is not None and len(self.emb) != n:
             raise ValueError(f"{n} sentences but {len(self.emb)} embedding rows")
         object.__setattr__(self, "offsets", check_offsets(self.offsets, n))
+        if self.foreign is not None and len(self.foreign) != len(self.offsets) - 1:
+            raise ValueError(f"{len(self.offsets) - 1} documents but {len(self.foreign)} third-language shares")
 
     @property
     def n_docs(self) -> int:

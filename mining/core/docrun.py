@@ -50,6 +50,10 @@ from .urlsignals import UrlPairs
 # What a URL language-marker match adds to RERANK's combined score (which lies in about [0, 1]) by default. Chosen
 # leave-one-collection-out on the crawl bench (bench/document_quality.py --crawl, docs/BENCHMARKS.md).
 DEFAULT_URL_WEIGHT = 0.2
+# What a document's third-language share (`langshare`) takes off its pairs' combined score: the weight that
+# leave-one-site-out chose for 8 of 9 held-out sites en-fr (0.3 for the other) on the bench's crawl; en-de every
+# weight from 0.1 to 1.0 scores the same (bench/document_quality.py --crawl, docs/BENCHMARKS.md).
+DEFAULT_FOREIGN_WEIGHT = 0.5
 
 # (sims, ids) of the sentence kNN -> (n_s, N) calibrated f1 of each hit, or None for the mapped cosine
 Confidence = Callable[[np.ndarray, np.ndarray], "np.ndarray | None"]
@@ -70,6 +74,8 @@ class DocMatchConfig:
         rerank_weight: RERANK: the vote's share of the combined score, in [0, 1].
         url_weight: RERANK: what a URL language-marker match (`urlsignals`) adds to the combined score, in [0, 1]
             (0: URLs are not read).
+        foreign_weight: RERANK: what the two documents' third-language shares (`langshare`, carried by
+            `Documents.foreign`) take off the combined score, in [0, 1] (0, or documents without them: not read).
         prefilter: thresholds of the pre-filter (None: not applied; RERANK then prunes nothing).
         ranked: targets kept per source document in the raw ranking (for P@N).
     """
@@ -85,6 +91,7 @@ class DocMatchConfig:
     top_n: int = 5
     rerank_weight: float = DEFAULT_WEIGHT
     url_weight: float = DEFAULT_URL_WEIGHT
+    foreign_weight: float = DEFAULT_FOREIGN_WEIGHT
     prefilter: PrefilterThresholds | None = DEFAULT_THRESHOLDS
     ranked: int = 10
 
@@ -92,7 +99,7 @@ class DocMatchConfig:
         for name in ("k", "neighbours", "top_n", "ranked"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("rerank_weight", "url_weight"):
+        for name in ("rerank_weight", "url_weight", "foreign_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
 
@@ -246,6 +253,9 @@ def _rerank_match(
     url_signal = urls.lookup(cands.src, cands.tgt, tgt.n_docs) if urls is not None else None
     if use_urls:
         combined = combined + config.url_weight * url_signal
+    use_foreign = config.foreign_weight > 0 and src.foreign is not None and tgt.foreign is not None
+    if use_foreign:
+        combined = combined - config.foreign_weight * (src.foreign[cands.src] + tgt.foreign[cands.tgt])
     s, t, _, score, fwd, bwd = _select(cands.src, cands.tgt, combined, src.n_docs, tgt.n_docs, config)
     # each selected pair's row among the candidates, for its evidence
     key = cands.src * max(tgt.n_docs, 1) + cands.tgt  # ascending: retrieve() sorts by (src, tgt), take() keeps order
@@ -269,6 +279,17 @@ def _rerank_match(
             **(
                 {"url": {"signal": float(url_signal[r]), "weight": config.url_weight if use_urls else 0.0}}
                 if url_signal is not None
+                else {}
+            ),
+            **(
+                {
+                    "foreign": {
+                        "src": round(float(src.foreign[cands.src[r]]), 4),
+                        "tgt": round(float(tgt.foreign[cands.tgt[r]]), 4),
+                        "weight": config.foreign_weight,
+                    }
+                }
+                if use_foreign
                 else {}
             ),
         }

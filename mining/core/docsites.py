@@ -80,7 +80,7 @@ def _subset(docs: Documents, rows: np.ndarray) -> Documents:
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     sentences = [docs.sentences[i] for i in idx.tolist()] if docs.sentences is not None else None
     emb = docs.emb[idx] if docs.emb is not None else None
-    return Documents(offsets, sentences, emb)
+    return Documents(offsets, sentences, emb, docs.foreign[rows] if docs.foreign is not None else None)
 
 
 Matcher = Callable[["Documents", "Documents", "DocMatchConfig", "UrlPairs | None"], "DocumentMatch"]

@@ -19,16 +19,27 @@ def norm_hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
 
 
+# A paragraph with nothing but letters, digits, spaces and these marks, and at most one . ! or ? at its very end,
+# has no sentence boundary inside in any language sentencex knows (its terminators are punctuation: . ! ? ; … । 。
+# ؟ and the like), so it is one sentence as it is. Headings, captions and one-sentence paragraphs, half of a crawled
+# page's paragraphs, skip the splitter (checked equal to sentencex's output on every sentence of the bench's crawl).
+_NO_BOUNDARY = re.compile(r"[\w ,()'\"/&+\-]*[.!?]?")
+
+
 def split_sentences(text: str, lang: str) -> list[str]:
     """Split a document's text into sentences with sentencex (Wikimedia's language-aware splitter); blank lines and
     line breaks inside paragraphs are kept as boundaries of paragraphs, and empty pieces dropped."""
     import sentencex
 
     out: list[str] = []
+    base = base_language(lang)
     for paragraph in re.split(r"\n\s*\n", text):
         if not paragraph.strip():
             continue
-        for sentence in sentencex.segment(base_language(lang), paragraph):
+        if _NO_BOUNDARY.fullmatch(paragraph):
+            out.append(paragraph.strip())
+            continue
+        for sentence in sentencex.segment(base, paragraph):
             sentence = sentence.strip()
             if sentence:
                 out.append(sentence)

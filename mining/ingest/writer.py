@@ -83,10 +83,15 @@ class LanguageDetector:
                 logger.info("language id runs inline (%s)", exc)
                 self._pool = None
 
-    def submit(self, texts: list[str], *, codes: list | None = None) -> Callable[[], Analysis]:
+    def submit(
+        self, texts: list[str], *, codes: list | None = None, hashes: list | None = None
+    ) -> Callable[[], Analysis]:
         """Start detecting; returns a function that waits for the language codes and norm_hashes of the texts.
-        `codes`: the texts' languages when they are known already (then only the hashes are computed)."""
+        `codes`: the texts' languages when they are known already (then only the hashes are computed, unless
+        `hashes` has them too)."""
         if codes is not None:
+            if hashes is not None:
+                return lambda: (list(codes), list(hashes))
             return lambda: (list(codes), [norm_hash(t) for t in texts])
         if self._pool is None or len(texts) < 2000:
             return lambda: _analyse(texts)
@@ -163,6 +168,7 @@ class CorpusWriter:
         self._sent_pos: list[int] = []
         self._sent_texts: list[str] = []
         self._sent_codes: list[str | None] = []
+        self._sent_hashes: list[int | None] = []
         self._gold: list[tuple[int, int]] = []
         self._doc_rows: list[tuple] = []
         self._free_ids: list[int] = []  # reserved sentence ids, the next one last
@@ -229,6 +235,7 @@ class CorpusWriter:
         self._sent_pos.append(position)
         self._sent_texts.append(text)
         self._sent_codes.append(detected)
+        self._sent_hashes.append(None)
         if len(self._sent_ids) >= self.batch_size:
             self.flush()
         return sid
@@ -335,9 +342,27 @@ class CorpusWriter:
             n_sentences=len(page.sentences),
             crawl=(page.host, page.site, page.crawled_at, page.content_hash),
         )
-        codes = page.detected if len(page.detected) == len(page.sentences) else [None] * len(page.sentences)
-        for pos, (text, code) in enumerate(zip(page.sentences, codes, strict=True)):
-            self.add_sentence(doc_id, page.lang, pos, text, detected=code)
+        n = len(page.sentences)
+        codes = page.detected if len(page.detected) == n else [None] * n
+        hashes = page.hashes if len(page.hashes) == n else [None] * n
+        at = 0
+        while at < n:  # the page's sentences in runs that fit the batch, so a flush falls between runs
+            room = self.batch_size - len(self._sent_ids)
+            end = min(n, at + room)
+            if len(self._free_ids) < end - at:
+                self._reserve_sentence_ids(self.batch_size)
+            take = self._free_ids[len(self._free_ids) - (end - at) :][::-1]
+            del self._free_ids[len(self._free_ids) - (end - at) :]
+            self._sent_ids += take
+            self._sent_docs += [doc_id] * (end - at)
+            self._sent_langs += [page.lang] * (end - at)
+            self._sent_pos += range(at, end)
+            self._sent_texts += page.sentences[at:end]
+            self._sent_codes += codes[at:end]
+            self._sent_hashes += hashes[at:end]
+            at = end
+            if len(self._sent_ids) >= self.batch_size:
+                self.flush()
         return doc_id
 
     def _bounded(self, doc: Doc, sentences: list[str]) -> list[str]:
@@ -379,10 +404,11 @@ class CorpusWriter:
         gold, self._gold = self._gold, []
         if self._sent_ids:
             known = self._sent_codes if all(c is not None for c in self._sent_codes) else None
-            analysis = self._detector.submit(self._sent_texts, codes=known)
+            hashes = self._sent_hashes if all(h is not None for h in self._sent_hashes) else None
+            analysis = self._detector.submit(self._sent_texts, codes=known, hashes=hashes)
             columns = (self._sent_ids, self._sent_docs, self._sent_langs, self._sent_pos, self._sent_texts)
             self._sent_ids, self._sent_docs, self._sent_langs, self._sent_pos, self._sent_texts = [], [], [], [], []
-            self._sent_codes = []
+            self._sent_codes, self._sent_hashes = [], []
             if final:
                 batch += self._sentence_parts(columns, analysis(), gold)
             else:

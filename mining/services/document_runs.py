@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count
 
 from ..core.doc_evaluation import selection_figures
 from ..core.docembed import (
@@ -28,6 +29,7 @@ from ..core.docmethod import DocMethod
 from ..core.docrerank import DEFAULT_WEIGHT as DEFAULT_RERANK_WEIGHT
 from ..core.docrun import DEFAULT_URL_WEIGHT, Confidence, DocMatchConfig, DocumentMatch
 from ..core.docrun import match_documents as core_match
+from ..core.langshare import corpus_languages, third_language_share
 from ..core.urlsignals import UrlPairs, url_pairs
 from ..db.bulk import copy_rows
 from ..models import (
@@ -84,9 +86,26 @@ class DocSide:
     texts: list[str]
     detected: list[str]
 
-    def documents(self, emb: np.ndarray | None) -> Documents:
-        """The core's view of this side (texts may be absent: `texts=[]`, as bench/document_speed.py builds)."""
-        return Documents(self.offsets, self.texts or None, emb)
+    def documents(self, emb: np.ndarray | None, foreign: np.ndarray | None = None) -> Documents:
+        """The core's view of this side (texts may be absent: `texts=[]`, as bench/document_speed.py builds);
+        `foreign`: each document's third-language share (`side_foreign`)."""
+        return Documents(self.offsets, self.texts or None, emb, foreign)
+
+
+def side_foreign(run: MiningRun, *sides: DocSide) -> list[np.ndarray | None]:
+    """Each side's third-language share per document (`mining.core.langshare`): text detected in one of the run's
+    corpora's other languages (those of >= 1 % of their documents). None for every side when the run's method does
+    not read it (RERANK with a foreign weight > 0) or a side carries no texts."""
+    p = document_run_params(run.params)
+    if p.method is not DocMethod.RERANK or match_config(p).foreign_weight <= 0 or any(not s.texts for s in sides):
+        return [None] * len(sides)
+    counts: dict[str, int] = {}
+    corpora = {run.src_corpus_id, run.tgt_corpus_id}
+    for lang, n in Document.objects.filter(corpus_id__in=corpora).values_list("lang").annotate(n=Count("id")):
+        counts[lang] = counts.get(lang, 0) + n
+    languages = corpus_languages(counts)
+    pair = (run.src_lang, run.tgt_lang)
+    return [third_language_share(s.texts, s.detected, s.offsets, pair, languages) for s in sides]
 
 
 def doc_side(corpus: Corpus, lang: str) -> DocSide:
@@ -280,10 +299,11 @@ def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
         (s_urls, s_langs), (t_urls, t_langs) = doc_urls(src.doc_ids), doc_urls(tgt.doc_ids)
         if any(s_urls) and any(t_urls):
             urls = url_pairs(s_urls, t_urls, s_langs, t_langs)
+    s_foreign, t_foreign = side_foreign(run, src, tgt)
     result = match(
         method,
-        src.documents(s_emb),
-        tgt.documents(t_emb),
+        src.documents(s_emb, s_foreign),
+        tgt.documents(t_emb, t_foreign),
         p,
         embedder=embedder,
         learn_from=learn,

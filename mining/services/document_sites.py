@@ -117,7 +117,7 @@ def _plan(folder) -> tuple[dict[str, np.ndarray], dict]:
 
 
 def _stage_match(run: MiningRun, p: DocumentRunParams, folder, shard_no: int, check) -> dict:
-    from .document_runs import doc_side_of, doc_urls, embed_doc_side
+    from .document_runs import doc_side_of, doc_urls, embed_doc_side, side_foreign
 
     arrays, meta = _plan(folder)
     numbers = meta["shards"][shard_no]
@@ -140,7 +140,10 @@ def _stage_match(run: MiningRun, p: DocumentRunParams, folder, shard_no: int, ch
     if p.method is DocMethod.RERANK and config.url_weight > 0:
         (s_urls, s_langs), (t_urls, t_langs) = doc_urls(s_ids), doc_urls(t_ids)
         urls = (s_urls, t_urls, s_langs, t_langs)
-    result = match_groups(src.documents(s_emb), tgt.documents(t_emb), local, config, matcher, urls=urls)
+    s_foreign, t_foreign = side_foreign(run, src, tgt)
+    result = match_groups(
+        src.documents(s_emb, s_foreign), tgt.documents(t_emb, t_foreign), local, config, matcher, urls=urls
+    )
     _save_result(folder / "sites" / f"match-{shard_no:05d}", result, src.doc_ids, tgt.doc_ids)
     return {"sites": len(groups), "pairs": len(result), "documents": int(len(s_ids) + len(t_ids)), **_numbers(result)}
 

@@ -32,6 +32,7 @@ _UTF8_MULTI = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\x
 _BAD_CHARS = re.compile("[\ufffd\x80-\x9f]")  # replaced bytes, and C1 controls (what junk bytes decode to)
 _CONTROL_BYTES = bytes([*range(1, 9), *range(14, 32)])
 _DROP = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127, 0x200B])  # controls and zero-width spaces
+_DROP_RE = re.compile("[" + "".join(f"\\x{c:02x}" if c < 256 else f"\\u{c:04x}" for c in _DROP) + "]")
 _BLANKS = re.compile(r"\n{3,}")
 
 
@@ -97,8 +98,9 @@ def looks_binary(body: bytes) -> str:
 
 def nesting_depth(body: bytes, limit: int) -> int:
     """The deepest element nesting of the page (elements that cannot nest not counted), scanned only when the page has
-    more tags than `limit` (fewer tags cannot nest deeper); stops counting past `limit`."""
-    if body.count(b"<") <= limit:
+    more opening tags than `limit` (fewer cannot nest deeper); stops counting past `limit`."""
+    opening = body.count(b"<") - body.count(b"</") - body.count(b"<!")  # at least the opening tags
+    if opening <= limit:  # a page is never nested deeper than it has opening tags
         return 0
     depth = deepest = 0
     for m in _TAG.finditer(body):  # XHTML's self-closed elements (<br/>, <img/>, <meta/>) are all in _FLAT
@@ -165,7 +167,9 @@ def _checked(text: str, encoding: str, fixed: bool, limits: PageLimits) -> tuple
 def _clean(text: str) -> str:
     """Collapse runs of white space inside lines, drop control characters (the database cannot store NUL), strip
     lines; blank lines (paragraph breaks) are kept, at most one in a row."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").translate(_DROP)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if _DROP_RE.search(text):  # rare: str.translate is slow on long non-ASCII text, a search that fails is not
+        text = text.translate(_DROP)
     return _BLANKS.sub("\n\n", "\n".join(" ".join(line.split()) for line in text.split("\n"))).strip()
 
 

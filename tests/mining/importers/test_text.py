@@ -6,6 +6,7 @@ from pathlib import Path
 
 import py3langid
 import pytest
+import sentencex
 
 from mining.ingest.errors import ImportFailure
 from mining.ingest.langid import detect
@@ -99,3 +100,12 @@ def test_every_catalogue_django_ships_passes_the_po_syntax_check():
     assert len(catalogues) > 500
     for path in catalogues:
         check_po_syntax(str(path))
+
+
+def test_paragraphs_without_an_inner_boundary_skip_the_splitter_with_its_result():
+    paragraphs = ["Options", "The Colors Menu", "Reduce the number of colours.", "Is it (really) done?"]
+    paragraphs += ["Menü »Farben«", "Das ist 1. Klasse.", "Hello world. Bye now!", "e.g. this", "Figure 2.3 Foo"]
+    for paragraph in paragraphs:
+        expected = [s.strip() for s in sentencex.segment("de", paragraph) if s.strip()]
+        assert split_sentences(paragraph, "de") == expected
+    assert split_sentences("Hello world. Bye now!\n\nOptions", "en") == ["Hello world.", "Bye now!", "Options"]
