@@ -1,7 +1,8 @@
 """Where one judgement's CPU goes inside Django: the item GET and the label POST of bench/review_load.py (htmx), run
 in process through the Django test client (every middleware, the view, the template; no server, no network), on the
 review_load scratch database. Prints the CPU ms per request of this process (the app's share; Postgres's is not in
-it), the queries per request, and with --profile the functions that cost most (cProfile).
+it; the CPU of this process's Postgres backend is printed beside it), the queries per request, and with --profile
+the functions that cost most (cProfile).
 
     ./run python bench/review_profile.py                      # 300 judgements, CPU ms and queries per request
     ./run python bench/review_profile.py --profile --top 40   # and where the time goes
@@ -59,17 +60,25 @@ def main() -> None:
     item = ITEM.search(client.get(url, headers=hx).content).group(1).decode()
     with connection.execute_wrapper(lambda execute, sql, *a: q_post.append(sql) or execute(sql, *a)):
         client.post(url + "label/", {"item": item, "verdict": "GOOD", "seconds": "2"}, headers=post_headers)
+    import psutil
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        backend = psutil.Process(cur.fetchone()[0])
+    pg0 = sum(backend.cpu_times()[:2])
     profiler = cProfile.Profile(time.process_time) if args.profile else None  # CPU, not wall
     if profiler:
         profiler.enable()
     costs = [judge() for _ in range(args.n)]
     if profiler:
         profiler.disable()
+    pg_ms = 1000 * (sum(backend.cpu_times()[:2]) - pg0) / args.n
     get_ms = 1000 * sum(c[0] for c in costs) / len(costs)
     post_ms = 1000 * sum(c[1] for c in costs) / len(costs)
     print(
         f"{args.n} judgements in process{' (under cProfile)' if profiler else ''}: item GET {get_ms:.2f} ms CPU, "
-        f"label POST {post_ms:.2f} ms CPU; queries GET {len(q_get)}, POST {len(q_post)}"
+        f"label POST {post_ms:.2f} ms CPU; Postgres backend {pg_ms:.2f} ms CPU a judgement; "
+        f"queries GET {len(q_get)}, POST {len(q_post)}"
     )
     print(f"load average {' '.join(open('/proc/loadavg').read().split()[:3])}")
     if os.environ.get("SHOW_SQL"):

@@ -129,6 +129,8 @@ DATABASES["default"]["HOST"] = unquote(DATABASES["default"].get("HOST") or "")
 DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+# Django's database sessions, loaded with one plain SQL statement (pcapp/sessions.py; the same table and encoding).
+SESSION_ENGINE = "pcapp.sessions"
 # API tokens expire this many days after they were made (`./run manage drf_create_token -r USER` makes a new one).
 PCAPP_TOKEN_DAYS = env.int("PCAPP_TOKEN_DAYS", default=30)
 
