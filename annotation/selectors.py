@@ -23,6 +23,7 @@ from mining.core.agreement import cohen_kappa, fleiss_kappa
 from mining.core.calibration.estimates import weighted_proportion
 from mining.models import Sentence, SentencePairCandidate
 from pcapp.roles import is_staff
+from pcapp.sql import prepared_cursor
 
 from .models import Assignment, Campaign, CampaignItem, Label, LabelMode, Sampler, Verdict
 
@@ -73,7 +74,7 @@ CAMPAIGN_FOR_SQL = {
 def campaign_for(user: Any, pk: int) -> Campaign:
     """A campaign the user may review (DoesNotExist otherwise). Plain SQL: it runs on every review request, and the
     ORM's compilation of the query cost more than the query (the fields need no conversion from the database)."""
-    with connection.cursor() as cur:
+    with prepared_cursor() as cur:
         cur.execute(CAMPAIGN_FOR_SQL[bool(user.is_staff)], {"c": pk, "u": user.pk})
         row = cur.fetchone()
     if row is None:
@@ -164,7 +165,7 @@ def review_state(campaign: Campaign, reviewer: Any) -> ReviewState:
     """The reviewer's current item with everything its card shows (sentences, and unless the campaign is blind the
     mining evidence and the competing neighbours' texts) and their progress, in one query (no lock, no transaction).
     It runs on every review request: plain SQL, since the ORM's compilation of the joins cost more than the query."""
-    with connection.cursor() as cur:
+    with prepared_cursor() as cur:
         cur.execute(REVIEW_STATE_SQL[bool(campaign.blind)], {"c": campaign.pk, "r": reviewer.pk})
         row = cur.fetchone()
     claimed_at, item_id, n_items, n_mine = row[0], row[1], row[15], row[16]

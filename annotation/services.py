@@ -23,6 +23,7 @@ from mining.models import (
 from mining.selectors import run_threshold
 from pcapp.dbretry import retry_on_conflict
 from pcapp.roles import is_staff
+from pcapp.sql import prepared_cursor
 
 from .models import Assignment, Campaign, CampaignItem, Label, LabelMode, Sampler, Verdict
 from .spec import CampaignSpec
@@ -58,7 +59,8 @@ def _lock_reviewer(reviewer: Any) -> None:
     transaction: parallel requests of one reviewer (several tabs, a double click, a burst of page loads) then run one
     after the other instead of racing into `one_current_item`. FOR NO KEY UPDATE does not block rows that merely
     reference the user (labels, assignments of other transactions)."""
-    list(get_user_model().objects.select_for_update(no_key=True).filter(pk=reviewer.pk).values_list("pk"))
+    with prepared_cursor() as cur:
+        cur.execute(f"SELECT id FROM {get_user_model()._meta.db_table} WHERE id = %s FOR NO KEY UPDATE", [reviewer.pk])
 
 
 def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]]:
@@ -309,7 +311,7 @@ def claim_next(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
     """
     cutoff = claim_cutoff()
     skipped: list[int] = [0]
-    with connection.cursor() as cur:
+    with prepared_cursor() as cur:
         while True:
             cur.execute(
                 """
@@ -354,7 +356,7 @@ def claim_next(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
 def check_current(campaign: Campaign, reviewer: Any, item_id: int) -> tuple[int, int | None, int | None]:
     """The reviewer's assignment, which must be of `item_id` (else the submission is stale): (assignment id, the
     item's sentence pair id, its document pair id)."""
-    with connection.cursor() as cur:
+    with prepared_cursor() as cur:
         cur.execute(
             f"SELECT a.id, a.item_id, i.sentence_pair_id, i.document_pair_id FROM {ASSIGNMENT} a "
             f"JOIN {CampaignItem._meta.db_table} i ON i.id = a.item_id WHERE a.campaign_id = %s AND a.reviewer_id = %s",
@@ -409,7 +411,7 @@ def _submit(
     columns = [f.column for f in LABEL_COLUMNS]
     values = [f.get_db_prep_save(getattr(label, f.attname), connection) for f in LABEL_COLUMNS]
     try:
-        with connection.cursor() as cur:
+        with prepared_cursor() as cur:
             cur.execute(
                 f"WITH released AS (DELETE FROM {ASSIGNMENT} WHERE id = %s) "
                 f"INSERT INTO {Label._meta.db_table} ({', '.join(columns)}) "

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from enum import Enum
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
-from django.db import connection
 
 REVIEWERS_GROUP = "reviewers"
 
@@ -34,7 +33,9 @@ def is_reviewer(user: AbstractBaseUser | AnonymousUser) -> bool:
         f"SELECT EXISTS (SELECT 1 FROM {through.db_table} ug JOIN {Group._meta.db_table} g ON g.id = ug.group_id "
         "WHERE ug.user_id = %s AND g.name = %s)"
     )
-    with connection.cursor() as cur:
+    from .sql import prepared_cursor
+
+    with prepared_cursor() as cur:
         cur.execute(sql, [user.pk, REVIEWERS_GROUP])
         return bool(cur.fetchone()[0])
 

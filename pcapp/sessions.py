@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.sessions.backends.db import SessionStore as DbSessionStore
-from django.db import connections, router
+from django.db import router
 from django.utils import timezone
+
+from .sql import prepared_cursor
 
 
 class SessionStore(DbSessionStore):
@@ -17,7 +19,7 @@ class SessionStore(DbSessionStore):
         row = None
         if self.session_key:
             model = self.model
-            with connections[router.db_for_read(model)].cursor() as cur:
+            with prepared_cursor(router.db_for_read(model)) as cur:
                 cur.execute(
                     f"SELECT session_data FROM {model._meta.db_table} WHERE session_key = %s AND expire_date > %s",
                     [self.session_key, timezone.now()],
