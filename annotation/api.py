@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from mining.models import JobStatus, MiningRun, RunKind
 from pcapp.permissions import IsReviewer, IsStaff
+from pcapp.roles import may_review
 
 from .forms import ID_MAX
 from .models import Campaign, Reason, Verdict
@@ -150,6 +151,16 @@ class CampaignCreateIn(serializers.Serializer):
         allow_empty=False,
     )
     reviewers = serializers.PrimaryKeyRelatedField(many=True, queryset=get_user_model().objects.filter(is_active=True))
+
+    def validate_reviewers(self, users: list) -> list:
+        """Only users who may review (staff, the reviewers group): anyone else would be handed items they cannot see."""
+        allowed = set(may_review().filter(pk__in=[u.pk for u in users]).values_list("pk", flat=True))
+        refused = [u.get_username() for u in users if u.pk not in allowed]
+        if refused:
+            raise serializers.ValidationError(
+                f"not staff and not in the reviewers group, so they cannot review: {', '.join(refused)}"
+            )
+        return users
 
     def get_fields(self) -> dict:
         return {**super().get_fields(), **{name: _spec_field(name) for name in PARAMS}}

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib.auth import get_user_model
 
 from mining.models import JobStatus, MiningRun, RunKind
+from pcapp.roles import may_review
 
 from .models import Reason, Verdict
 from .spec import DEFAULTS, PARAMS, CampaignSpec, CampaignSpecError, Kind, Param, Sampler
@@ -45,8 +45,10 @@ class CampaignForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
     )
     reviewers = forms.ModelMultipleChoiceField(
-        queryset=get_user_model().objects.filter(is_active=True).order_by("username"),
+        queryset=may_review(),
         widget=forms.CheckboxSelectMultiple,
+        help_text="Staff and members of the reviewers group. To add someone: Admin → Users → their name → Groups → "
+        "reviewers.",
     )
     field_order = ["name", "runs", "reviewers"]
 

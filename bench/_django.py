@@ -13,13 +13,11 @@ def setup(database: str = "pcapp_bench") -> None:
     """Point DATABASE_URL at `database` on the configured server, create it if needed, migrate, django.setup()."""
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pcapp.settings")
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/pcapp")
-    url = base.rsplit("/", 1)[0] + "/" + database
-    os.environ["DATABASE_URL"] = url
-    from pcapp.launcher import _ensure_database
+    from pcapp.launcher import _ensure_database, database_url
 
-    if "%2F" not in url:
-        _ensure_database(url)
+    url = database_url(name=database)  # on the configured server: a local one or the embedded one's socket
+    os.environ["DATABASE_URL"] = url
+    _ensure_database(url)
     import django
 
     django.setup()

@@ -6,7 +6,7 @@ from django import forms
 
 from annotation.models import Campaign
 from mining.models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
-from mining.services.calibrators import METHODS
+from mining.services.calibrators import METHOD_NAMES
 
 
 class TargetForm(forms.Form):
@@ -32,7 +32,7 @@ class TargetForm(forms.Form):
 
 class CalibrationTrainForm(forms.Form):
     campaign = forms.ModelChoiceField(queryset=Campaign.objects.all(), required=False)
-    method = forms.ChoiceField(choices=[(m, m) for m in METHODS], initial="head")
+    method = forms.ChoiceField(choices=[(m, m) for m in METHOD_NAMES], initial="head")
 
 
 class CalibrationApplyForm(forms.Form):

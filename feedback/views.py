@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.models import Campaign
-from mining.models import LanguagePairSetting, RunKind
+from mining.models import LanguagePairSetting, MiningRun, RunKind
 from mining.services.calibrators import threshold_apply
 from mining.services.runs import run_create
 from pcapp.permissions import staff_required
@@ -92,6 +92,9 @@ def calibration_page(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
         "campaigns": Campaign.objects.filter(runs__src_lang=src, runs__tgt_lang=tgt).distinct(),
         "chosen_campaign": int(campaign) if campaign.isdigit() else None,
         "runs": runs[:20],
+        "applications": MiningRun.objects.filter(kind=RunKind.APPLY_CALIBRATION, src_lang=src, tgt_lang=tgt)
+        .select_related("parent")
+        .order_by("-created_at")[:5],
         **fine_tune_options(src, tgt),
         **threshold,
     }
@@ -162,7 +165,8 @@ def calibration_apply_view(request: HttpRequest, src: str, tgt: str) -> HttpResp
             params={"calibration": artefact.pk},
             name=f"apply {artefact} to run {target.pk}",
         )
-        messages.success(request, f"Applying {artefact} to run {target.pk} (run {run.pk}).")
+        messages.success(request, f"Applying {artefact} to run {target.pk}: this page follows it; its results follow.")
+        return redirect("run-detail", pk=run.pk)  # the job's page: progress, then the link to the run's results
     return redirect("calibration", src=src, tgt=tgt)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django import db
 
 from .models import Corpus, MiningRun
 from .services.corpora import corpus_refresh_stats
@@ -18,14 +19,19 @@ def refresh_corpus_stats(corpus_id: int) -> dict:
 
 @shared_task(name="mining.export_run")
 def export_run(
-    run_id: int, fmt: str, mode: str = "threshold", threshold: float | None = None, include_filtered: bool = False
+    run_id: int,
+    fmt: str,
+    mode: str = "threshold",
+    threshold: float | None = None,
+    include_filtered: bool = False,
+    header: bool = False,
 ) -> dict:
     """Write a run's kept bitext to PCAPP_DATA_DIR/exports/ (for sets too large to stream comfortably)."""
     from .services.export import ExportFormat, KeepMode, KeepRule, export_build_file
 
     run = MiningRun.objects.select_related("encoder").get(pk=run_id)
     rule = KeepRule(mode=KeepMode(mode), threshold=threshold, include_filtered=include_filtered)
-    path, n = export_build_file(run=run, rule=rule, fmt=ExportFormat(fmt))
+    path, n = export_build_file(run=run, rule=rule, fmt=ExportFormat(fmt), header=header)
     return {"run_id": run_id, "file": path.name, "pairs": n}
 
 
@@ -59,7 +65,17 @@ def _shard(run_id: int, stage: str, shard_no: int) -> dict:
 # queue (settings.CELERY_TASK_ROUTES). acks_late: a task whose worker dies before it finished comes back;
 # reject_on_worker_lost: a pool process killed under it sends it back to the queue at once (safe: a shard is
 # claimed with a lease and its output replaced atomically, so running it twice writes it once).
-_SHARD_OPTIONS = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+# A shard that finds the database away is sent again with a growing, jittered delay (1, 2, 4, 8, then 10 s or less)
+# instead of being lost with its message.
+_SHARD_OPTIONS = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "ignore_result": True,
+    "autoretry_for": (db.OperationalError, db.InterfaceError),
+    "retry_backoff": 1,
+    "retry_backoff_max": 10,
+    "max_retries": 100,
+}
 
 
 @shared_task(name="mining.shard_embed", **_SHARD_OPTIONS)

@@ -1,5 +1,6 @@
 """The API's root (/api/): what lives under it, as links where an endpoint takes no id and as path templates where
-it does, plus the schema and its browsable docs."""
+it does, plus the schema and its browsable docs. The templates are paths, not absolute URLs, so that the browsable
+API does not turn them into links (to `{id}`, a 404)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ class ApiRoot(APIView):
 
     @extend_schema(exclude=True)
     def get(self, request: Request) -> Response:
-        root = request.build_absolute_uri(reverse("api-root"))
+        root = reverse("api-root")
         return Response(
             {
                 "endpoints": {
@@ -51,6 +52,7 @@ class ApiRoot(APIView):
                     for name, url_name, what in _LINKS
                 },
                 "endpoints_with_an_id": {name: root + template for name, template in _TEMPLATES.items()},
+                "ids": "replace {id} in a path above with an id from the lists (e.g. runs' `id`)",
                 "authentication": "session, or 'Authorization: Token …' (./run manage drf_create_token USERNAME)",
             }
         )

@@ -16,8 +16,14 @@ from django import db
 
 from mining.models import ImportJob, MiningRun, RunKind
 from mining.services.execute import RunHandler, execute_run_service
-from mining.services.jobs import jobs_reap_stalled, lease_seconds
-from mining.services.runs import EXECUTE_RUN_TASK, run_mark_failed
+from mining.services.jobs import jobs_reap_stalled, jobs_send_unsent, keeper_seconds
+from mining.services.runs import EXECUTE_RUN_TASK, run_mark_failed, runs_orphan_folders_delete
+
+# A task that finds the database away (restarting, failing over) is sent again with a growing, jittered delay
+# (1, 2, 4, 8, then every 10 s or less, for about 15 minutes) instead of being lost: its message is acknowledged
+# only when the retry's own message is out.
+DB_ERRORS = (db.OperationalError, db.InterfaceError)
+DB_RETRY = {"autoretry_for": DB_ERRORS, "retry_backoff": 1, "retry_backoff_max": 10, "max_retries": 100}
 
 logger = logging.getLogger(__name__)
 
@@ -56,11 +62,13 @@ def execute_job(*, run: MiningRun, task_id: str = "") -> dict:
     return execute_run_service(run=run, handler=handler, task_id=task_id)
 
 
-@shared_task(name=EXECUTE_RUN_TASK, bind=True, acks_late=True)
+@shared_task(name=EXECUTE_RUN_TASK, bind=True, acks_late=True, reject_on_worker_lost=True, **DB_RETRY)
 def execute_run(self, run_id: int) -> dict:
     """Start one MiningRun of any kind (the task `mining.services.runs.run_enqueue` sends): a sentence run is handed
     to the workers as stages of shard tasks; every other kind runs here, in this task."""
-    run = MiningRun.objects.get(pk=run_id)
+    run = MiningRun.objects.filter(pk=run_id).first()
+    if run is None:  # deleted while its message waited
+        return {"run_id": run_id, "status": "gone"}
     if run.kind == RunKind.SENTENCE:
         from mining.services.shards import sharded_run_start
 
@@ -78,17 +86,33 @@ def reap_stalled_jobs() -> dict[str, list[int]]:
     return {"runs": jobs_reap_stalled(model=MiningRun), "imports": jobs_reap_stalled(model=ImportJob)}
 
 
-def _keeper(stop: threading.Event) -> None:
-    """Every quarter lease: keep the distributed runs' leases, re-queue shards of dead workers (sharded_runs_keep)."""
+def keep_jobs() -> dict:
+    """One round of the keeper: the distributed runs' leases, lost and dead shards (sharded_runs_keep,
+    site_runs_keep), pending runs and imports whose task was never sent or was lost (jobs_send_unsent), and the
+    folders of deleted runs that a shard wrote into after the deletion."""
+    from django.conf import settings
+
     from mining.services.document_sites import site_runs_keep
+    from mining.services.imports import IMPORT_TASK
     from mining.services.shards import sharded_runs_keep
 
-    while not stop.wait(max(0.5, lease_seconds() / 4)):
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    return {
+        "shards": sharded_runs_keep(),
+        "sites": site_runs_keep(),
+        "runs_sent": jobs_send_unsent(model=MiningRun, task=EXECUTE_RUN_TASK, queue=queue),
+        "imports_sent": jobs_send_unsent(model=ImportJob, task=IMPORT_TASK, queue=queue),
+        "orphans": runs_orphan_folders_delete(),
+    }
+
+
+def _keeper(stop: threading.Event) -> None:
+    """Every few seconds (keeper_seconds()), one round of keep_jobs."""
+    while not stop.wait(keeper_seconds()):
         try:
-            sharded_runs_keep()
-            site_runs_keep()
+            keep_jobs()
         except Exception:  # the database or broker is away for a moment: the next round tries again
-            logger.exception("the shard keeper failed; trying again")
+            logger.exception("the job keeper failed; trying again")
         finally:
             db.connection.close()
 

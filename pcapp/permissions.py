@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from rest_framework.permissions import BasePermission
 
-from .roles import can_see_run_results, is_reviewer, is_staff
+from .roles import can_see_run_results, denied_message, is_reviewer, is_staff
 
 View = Callable[..., HttpResponse]
 
@@ -22,7 +22,7 @@ def _require(check: Callable[[Any], bool]) -> Callable[[View], View]:
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
             if not check(request.user):
-                raise PermissionDenied
+                raise PermissionDenied(denied_message(request.user))  # shown by templates/403.html
             return view(request, *args, **kwargs)
 
         return wrapped

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
+from django.db.models import Q, QuerySet
 
 REVIEWERS_GROUP = "reviewers"
 
@@ -44,6 +46,27 @@ def can_see_run_results(user: AbstractBaseUser | AnonymousUser) -> bool:
     """Run results (ranked pairs, scores, histograms, comparisons, document pairs) are staff's: a reviewer sees what
     their campaigns' review pages show and nothing more, so a blind campaign stays blind."""
     return is_staff(user)
+
+
+def may_review() -> QuerySet:
+    """The users a campaign may hand items to: active staff and active members of the reviewers group (is_reviewer).
+    Anyone else assigned would see "no role" and nothing to review."""
+    users = get_user_model().objects.filter(is_active=True)
+    return users.filter(Q(is_staff=True) | Q(groups__name=REVIEWERS_GROUP)).distinct().order_by("username")
+
+
+NO_ROLE = (
+    "Your account ({username}) has no role yet, so there is nothing here for you. To review, ask a staff member to "
+    "add you to the reviewers group: Admin → Users → {username} → Groups → reviewers (docs/PERMISSIONS.md)."
+)
+STAFF_ONLY = "This page is for staff (importing, runs, campaigns, calibration and exports); your account is not staff."
+
+
+def denied_message(user: AbstractBaseUser) -> str:
+    """What a signed-in user refused a page is told: how to get a role when they have none, else that it is staff's."""
+    if not is_reviewer(user):
+        return NO_ROLE.format(username=user.get_username())
+    return STAFF_ONLY
 
 
 def reviewers_group() -> Group:

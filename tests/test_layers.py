@@ -1,6 +1,8 @@
-"""The layering (pyproject.toml's import-linter contracts): the core imports no Django, Celery or app code; mining
-imports neither annotation nor feedback; annotation never imports feedback; mining's web, service, data and core
-layers import only downwards; no import cycles between sibling modules."""
+"""The layering (pyproject.toml's import-linter contracts): the core imports no Django, Celery or app code; the
+project's tiers (pcapp's entry points, feedback, annotation, mining, pcapp's shared helpers) import only downwards;
+inside each of mining, annotation, feedback and pcapp every module sits in a layer (exhaustive) and imports only
+downwards, with siblings of a layer independent where they are; mining's web modules reach the core only through
+services and selectors; no import cycles between sibling modules."""
 
 import subprocess
 import sys

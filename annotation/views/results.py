@@ -109,6 +109,7 @@ def document_pair(request: HttpRequest, pk: int) -> HttpResponse:
             "sentence_pair_id", "verdict"
         )
     )
+    siblings = DocumentPairCandidate.objects.filter(run_id=pair.run_id).values_list("pk", flat=True)
     pair_of_src = {a.src_id: a.pk for a in aligned}
     pair_of_tgt = {a.tgt_id: a.pk for a in aligned}
     context = {
@@ -120,6 +121,9 @@ def document_pair(request: HttpRequest, pk: int) -> HttpResponse:
         "src_rows": [(s, pair_of_src.get(s.pk)) for s in pair.src.sentences.order_by("position")],
         "tgt_rows": [(s, pair_of_tgt.get(s.pk)) for s in pair.tgt.sentences.order_by("position")],
         "aligned": [(a, mine.get(a.pk)) for a in aligned],
+        # the run's pairs in rank order (as its results page lists them): the previous and the next one
+        "prev_pair": siblings.filter(rank__lt=pair.rank).order_by("-rank").first(),
+        "next_pair": siblings.filter(rank__gt=pair.rank).order_by("rank").first(),
         "doc_verdict": Label.objects.filter(reviewer=request.user, document_pair=pair)
         .values_list("verdict", flat=True)
         .first(),

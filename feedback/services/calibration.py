@@ -19,7 +19,7 @@ from annotation.models import ESTIMATE_SAMPLERS, Verdict
 from annotation.selectors import estimable_labels
 from mining.core.calibration.crossval import compare_calibrators
 from mining.models import Artefact, ArtefactKind, MiningRun, RunKind
-from mining.services.calibrators import DEFAULT_PHI, METHODS, save_calibrator
+from mining.services.calibrators import DEFAULT_PHI, METHOD_NAMES, calibration_methods, save_calibrator
 from mining.services.embeddings import embed_side, side_sentences
 from mining.services.encoders import load_encoder
 from mining.services.params import SentenceRunParams
@@ -205,8 +205,8 @@ def execute_calibrate(run: MiningRun, reporter) -> dict:
     """Fit every calibration method on the labels of the pair (cross-validated report of each), keep the chosen
     one (params.method, default 'head'), and register it as the next calibration version of the pair."""
     method = run.params.get("method", "head")
-    if method not in METHODS:
-        raise ValueError(f"unknown calibration method '{method}' (known: {', '.join(METHODS)})")
+    if method not in METHOD_NAMES:
+        raise ValueError(f"unknown calibration method '{method}' (known: {', '.join(METHOD_NAMES)})")
     reporter.update(stage="labels", force=True)
     data = labelled_pairs(src_lang=run.src_lang, tgt_lang=run.tgt_lang, campaign_id=run.params.get("campaign"))
     if len(data.labels) < 20 or data.labels.all() or not data.labels.any():
@@ -216,10 +216,11 @@ def execute_calibrate(run: MiningRun, reporter) -> dict:
         )
     reporter.update(stage="cross-validate", force=True)
     t0 = time.perf_counter()
+    methods = calibration_methods()
     reports = compare_calibrators(
-        METHODS, data.u, data.phi, data.labels, k=5, seed=int(run.params.get("seed", 0)), sample_weight=data.weights
+        methods, data.u, data.phi, data.labels, k=5, seed=int(run.params.get("seed", 0)), sample_weight=data.weights
     )
-    model = METHODS[method]().fit(data.u, data.phi, data.labels, sample_weight=data.weights)
+    model = methods[method]().fit(data.u, data.phi, data.labels, sample_weight=data.weights)
     run_record_timing(run=run, stage="fit", seconds=time.perf_counter() - t0)
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "calibration" / f"run-{run.pk}"
     folder.mkdir(parents=True, exist_ok=True)

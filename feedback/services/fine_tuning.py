@@ -12,7 +12,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.conf import settings
@@ -21,8 +21,6 @@ from django.db import connection, transaction
 from annotation.models import Verdict
 from annotation.selectors import estimable_labels
 from mining.core.calibration.hardneg import review_training_pairs
-from mining.core.encoders.dan_finetune import FineTuneConfig, fine_tune_dan
-from mining.core.evaluation_report import EvaluationReport, evaluate_encoder
 from mining.models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
 from mining.services.encoders import load_encoder
 from mining.services.evaluation import bucc_from_corpus, gold_pairs_of
@@ -30,6 +28,10 @@ from mining.services.params import SentenceRunParams
 from mining.services.progress import ProgressReporter
 from mining.services.runs import run_record_timing
 from mining.services.training_runs import artefact_create
+
+if TYPE_CHECKING:
+    from mining.core.encoders.dan_finetune import FineTuneConfig
+    from mining.core.evaluation_report import EvaluationReport
 
 # Before and after figures at the margin neighbourhood a sentence run uses by default.
 DEFAULT_K = SentenceRunParams().k
@@ -157,6 +159,9 @@ def check_fine_tune(*, base: Artefact, src_lang: str, tgt_lang: str, params: dic
 def execute_fine_tune(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Fine-tune run.encoder on the pair's reviews, evaluate old and new on params.eval_corpus, store the new
     encoder as the next 'dan' version, selectable (is_active) only when the gate passes."""
+    from mining.core.encoders.dan_finetune import FineTuneConfig, fine_tune_dan
+    from mining.core.evaluation_report import evaluate_encoder
+
     params = dict(run.params)
     base = run.encoder
     eval_corpus = check_fine_tune(base=base, src_lang=run.src_lang, tgt_lang=run.tgt_lang, params=params)

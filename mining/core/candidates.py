@@ -8,11 +8,11 @@ greedily one-to-one (Artetxe & Schwenk 2019, section 3.2).
 
 from __future__ import annotations
 
-import enum
 import logging
 
 import numpy as np
 
+from mining.core.enums import Strategy
 from mining.core.margin import Margin, margin_score, neighbourhood_means
 from mining.core.types import Candidates, Direction, KnnResult
 
@@ -20,15 +20,6 @@ logger = logging.getLogger(__name__)
 
 # After this many vectorised rounds, the greedy pass finishes the (rare) leftover chain in a loop.
 _MAX_VECTOR_ROUNDS = 64
-
-
-class Strategy(enum.Enum):
-    """Which pairs become candidates."""
-
-    FORWARD = "forward"
-    BACKWARD = "backward"
-    INTERSECTION = "intersection"
-    MAX_SCORE = "max_score"
 
 
 def _best_per_row(

@@ -11,7 +11,6 @@ over the workers, and `match_groups` runs a document method inside each site and
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,15 +18,8 @@ import numpy as np
 
 from .docembed import Documents
 from .docrun import DocMatchConfig, DocumentMatch
+from .enums import SiteScope as SiteScope  # the run parameters and services name it here
 from .urlsignals import UrlPairs, url_pairs
-
-
-class SiteScope(enum.Enum):
-    """Which pages a document run compares."""
-
-    ALL = "all"  # every source page with every target page
-    SITE = "site"  # pages of the same registered domain (example.co.uk: www., fr., docs. alike)
-    HOST = "host"  # pages of the same host name
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,17 +17,11 @@ document (its best-ranked hit there), so long documents do not collect several v
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 import numpy as np
 
-
-class VoteForm(enum.Enum):
-    """How a vote is counted (see the module docstring)."""
-
-    COUNTED = "counted"  # c = N + 1, positions relative to document length
-    PAPER = "paper"  # c = 0, raw sentence indices (Guo et al. 2018, eq. 3 as printed)
+from .enums import VoteForm
 
 
 def document_positions(offsets: np.ndarray, form: VoteForm = VoteForm.COUNTED) -> np.ndarray:

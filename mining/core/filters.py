@@ -13,25 +13,13 @@ must not throw away a true pair.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-
-class FilterReason(enum.Enum):
-    """Why a pair was rejected."""
-
-    IDENTICAL = "identical"
-    DUPLICATE = "duplicate"
-    WRONG_LANGUAGE = "wrong_language"
-    TOO_SHORT = "too_short"
-    TOO_LONG = "too_long"
-    LENGTH_RATIO = "length_ratio"
-    TOKEN_OVERLAP = "token_overlap"
-
+from .enums import FilterReason
 
 # Words, but each CJK ideograph / kana / hangul syllable is a token of its own (no spaces there).
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"

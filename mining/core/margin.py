@@ -6,17 +6,9 @@ similarity of x's k nearest neighbours in the other language (the paper's sum / 
 
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 
-
-class Margin(enum.Enum):
-    """How the cosine is compared with the neighbourhood average."""
-
-    ABSOLUTE = "absolute"  # margin(a, b) = a  (plain cosine)
-    DISTANCE = "distance"  # margin(a, b) = a - b  (CSLS-like)
-    RATIO = "ratio"  # margin(a, b) = a / b  (best in the paper)
+from mining.core.enums import Margin
 
 
 def neighbourhood_means(sims: np.ndarray, k: int) -> np.ndarray:

@@ -19,6 +19,10 @@ class Corpus(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    deleting = models.BooleanField(
+        default=False,
+        help_text="Being deleted (in batches): no run or import may start on it; delete it again to finish.",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -39,6 +39,14 @@ class Job(models.Model):
     lease_expires_at = models.DateTimeField(
         null=True, blank=True, help_text="The holder renews this while alive; past it, the job is stalled."
     )
+    queued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it last became pending (created, or retried)."
+    )
+    enqueued_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When its task was published to the broker for this attempt; empty while it was not (yet).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

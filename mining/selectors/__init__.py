@@ -2,7 +2,8 @@
 
 Every function here reads only; each list is a fixed number of queries whatever the table size. Modules: `runs`
 (progress bars, run lists, the threshold that keeps a run's candidates), `corpora`, `candidates` (kept filter,
-labels, querysets, pages, pre-filter tallies, score histogram), `compare` (two runs side by side), `dashboard`.
+labels, querysets, pages, pre-filter tallies, score histogram), `labels` (the label model the app above provides),
+`compare` (two runs side by side), `dashboard`.
 """
 
 from .candidates import (
@@ -17,12 +18,12 @@ from .candidates import (
     filter_by_label,
     filter_reasons,
     kept_q,
-    label_model,
     score_histogram,
 )
 from .compare import RunComparison, run_compare
 from .corpora import corpus_detail, corpus_list
 from .dashboard import dashboard_data
+from .labels import label_model, provide_label_model
 from .runs import (
     JobBar,
     RunProgress,
@@ -56,6 +57,7 @@ __all__ = [
     "job_bar",
     "kept_q",
     "label_model",
+    "provide_label_model",
     "run_compare",
     "run_get",
     "run_list",

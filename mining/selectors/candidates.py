@@ -6,21 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.apps import apps
 from django.db import connection, models
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from ..models import DocumentPairCandidate, MiningRun, RunKind, SentencePairCandidate, Verdict
+from .labels import label_model
 
 GOOD, BAD = Verdict.GOOD.value, Verdict.BAD.value
-
-
-def label_model() -> type[models.Model] | None:
-    """annotation.Label when the annotation app has it (verdict GOOD/BAD, FK sentence_pair), else None."""
-    try:
-        return apps.get_model("annotation", "Label")
-    except LookupError:
-        return None
 
 
 def kept_q(*, threshold: float | None, include_filtered: bool = False) -> Q:
@@ -118,6 +110,9 @@ def candidate_queryset(*, run: MiningRun, filters: dict[str, Any]) -> QuerySet:
 class CandidatePage:
     items: list[Any]
     next_after: int | None
+    has_prev: bool = False
+    prev_after: int | None = None
+    """The previous page is the one `after=prev_after` shows (None: the first page)."""
 
 
 def candidate_page(
@@ -125,11 +120,16 @@ def candidate_page(
 ) -> CandidatePage:
     """One keyset page (rank > after) of a run's candidates: one query, uses the (run, rank) index."""
     qs = candidate_queryset(run=run, filters=filters)
+    has_prev, prev_after = False, None
     if after:
+        # the previous page: the `size` matching ranks up to `after`; it starts after the one before them, if any
+        before = list(qs.filter(rank__lte=after).order_by("-rank").values_list("rank", flat=True)[: size + 1])
+        has_prev = bool(before)
+        prev_after = before[size] if len(before) > size else None
         qs = qs.filter(rank__gt=after)
     items = list(qs[: size + 1])
     next_after = items[size - 1].rank if len(items) > size else None
-    return CandidatePage(items=items[:size], next_after=next_after)
+    return CandidatePage(items=items[:size], next_after=next_after, has_prev=has_prev, prev_after=prev_after)
 
 
 def filter_reasons(*, run: MiningRun) -> list[tuple[str, int]]:

@@ -8,7 +8,8 @@ from django.db import models
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from ..models import GoldSentencePair, MiningRun, SentencePairCandidate
-from .candidates import BAD, GOOD, kept_q, label_model
+from .candidates import BAD, GOOD, kept_q
+from .labels import label_model
 
 
 @dataclass(frozen=True)

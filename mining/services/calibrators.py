@@ -9,17 +9,32 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from django.db import connection, transaction
 
-from ..core.calibration.baselines import IsotonicCalibration, PlattScaling
-from ..core.calibration.head import CalibrationHead
 from ..models import Artefact, ArtefactKind, LanguagePairSetting, MiningRun, SentencePairCandidate
 from .embeddings import embed_side, side_sentences
 from .encoders import artefact_path, load_encoder
 from .params import SentenceRunParams
 
-METHODS = {"head": CalibrationHead, "platt": PlattScaling, "isotonic": IsotonicCalibration}
+METHOD_NAMES = ("head", "platt", "isotonic")
+"""The calibration methods, in the order the calibration page offers them."""
+
+
+def calibration_methods() -> dict[str, Any]:
+    """Each calibration method's class by name (imports torch: call it where a model is fitted or loaded)."""
+    from ..core.calibration.baselines import IsotonicCalibration, PlattScaling
+    from ..core.calibration.head import CalibrationHead
+
+    return {"head": CalibrationHead, "platt": PlattScaling, "isotonic": IsotonicCalibration}
+
+
+def __getattr__(name: str) -> Any:
+    """``METHODS``: ``calibration_methods()``, built on first use so the web tier loads no torch (PEP 562)."""
+    if name == "METHODS":
+        return calibration_methods()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 DEFAULT_PHI = {"margin": SentenceRunParams().margin.value, "k": SentenceRunParams().k}
 """The pair score a calibration model reads when its params do not say (the sentence-mining defaults)."""
 
@@ -37,6 +52,8 @@ def latest_calibration(*, src_lang: str, tgt_lang: str) -> Artefact | None:
 
 def save_calibrator(model: Any, method: str, path: Path) -> None:
     """Write a fitted calibrator atomically (temporary file, then rename)."""
+    import torch
+
     tmp = path.with_suffix(".tmp")
     torch.save({"method": method, "state": model.state_dict()}, tmp)
     tmp.replace(path)
@@ -44,8 +61,10 @@ def save_calibrator(model: Any, method: str, path: Path) -> None:
 
 def load_calibrator(artefact: Artefact) -> Any:
     """The calibrator stored in a calibration artefact."""
+    import torch
+
     data = torch.load(artefact_path(artefact), weights_only=False)
-    return METHODS[data["method"]].from_state(data["state"])
+    return calibration_methods()[data["method"]].from_state(data["state"])
 
 
 def execute_apply_calibration(run: MiningRun, reporter) -> dict:

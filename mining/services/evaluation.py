@@ -3,9 +3,12 @@ mining.core.evaluation_report)."""
 
 from __future__ import annotations
 
-from ..core.evaluation import BuccSet, build_bucc
-from ..core.evaluation_report import split_gold
+from typing import TYPE_CHECKING
+
 from ..models import Corpus, GoldSentencePair, Sentence
+
+if TYPE_CHECKING:
+    from ..core.evaluation import BuccSet
 
 
 def gold_pairs_of(corpus: Corpus, src_lang: str, tgt_lang: str) -> list[tuple[str, str]]:
@@ -36,6 +39,9 @@ def bucc_from_corpus(
     side and the other half only its target side, so those sentences are non-parallel to everything on the other
     side. Sentences without any gold pair join the distractors too.
     """
+    from ..core.evaluation import build_bucc  # the kNN engines load here, not where the web tier imports this
+    from ..core.evaluation_report import split_gold
+
     pairs = gold_pairs_of(corpus, src_lang, tgt_lang)
     if not pairs:
         raise ValueError(f"corpus '{corpus}' has no gold {src_lang}-{tgt_lang} sentence pairs")

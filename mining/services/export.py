@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -241,12 +242,19 @@ def parquet_chunks(*, run: MiningRun, rule: KeepRule, chunk: int = 1 << 20) -> I
             yield block
 
 
-def export_stream(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> Iterator[str]:
-    """The export as text chunks (Moses: one `side`, 'src', 'tgt' or 'scores'; Parquet: bytes)."""
+TSV_HEADER = "src\ttgt\tscore\tcosine\tconfidence\tcalibration\tlabel\n"
+"""The first line of a TSV export with a header (`header=True`, the CLI's --header, the export page's checkbox)."""
+
+
+def export_stream(
+    *, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src", header: bool = False
+) -> Iterator[str]:
+    """The export as text chunks (Moses: one `side`, 'src', 'tgt' or 'scores'; Parquet: bytes). `header`: a TSV
+    export starts with TSV_HEADER (the other formats name their fields themselves)."""
     if fmt is ExportFormat.PARQUET:
         return parquet_chunks(run=run, rule=rule)  # type: ignore[return-value]
     if fmt is ExportFormat.TSV:
-        return _tsv(run, rule)
+        return itertools.chain([TSV_HEADER], _tsv(run, rule)) if header else _tsv(run, rule)
     if fmt is ExportFormat.MOSES:
         if side not in MOSES_SIDES:
             raise ValueError("Moses side must be 'src', 'tgt' or 'scores'")
@@ -274,10 +282,12 @@ class ExportDownload:
     filename: str
 
 
-def export_download(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src") -> ExportDownload:
-    """The export as a download (Moses: one `side`)."""
+def export_download(
+    *, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str = "src", header: bool = False
+) -> ExportDownload:
+    """The export as a download (Moses: one `side`; TSV: with a first line naming the columns when `header`)."""
     return ExportDownload(
-        export_stream(run=run, rule=rule, fmt=fmt, side=side),
+        export_stream(run=run, rule=rule, fmt=fmt, side=side, header=header),
         CONTENT_TYPES[fmt],
         export_filename(run=run, rule=rule, fmt=fmt, side=side if fmt is ExportFormat.MOSES else None),
     )
@@ -291,11 +301,12 @@ def send_export_task(*args: Any) -> None:
     celery_app.send_task(EXPORT_TASK, args=list(args))
 
 
-def export_enqueue(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> Path:
+def export_enqueue(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool = False) -> Path:
     """Have the export task build the file once the current transaction commits; returns where it will be."""
-    args = (run.pk, fmt.value, rule.mode.value, rule.threshold, rule.include_filtered)
+    header = header and fmt is ExportFormat.TSV
+    args = (run.pk, fmt.value, rule.mode.value, rule.threshold, rule.include_filtered) + ((True,) if header else ())
     transaction.on_commit(lambda: send_export_task(*args))
-    return export_file_path(run=run, rule=rule, fmt=fmt)
+    return export_file_path(run=run, rule=rule, fmt=fmt, header=header)
 
 
 def export_filename(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str | None = None) -> str:
@@ -313,16 +324,19 @@ def exports_dir() -> Path:
     return Path(settings.PCAPP_DATA_DIR) / "exports"
 
 
-def export_file_path(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> Path:
+def export_file_path(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool = False) -> Path:
     """Where the task writes this export (deterministic: the same request reuses the same file)."""
-    digest = hashlib.sha1(json.dumps([fmt.value, rule.as_dict()], sort_keys=True).encode()).hexdigest()[:10]
+    key = [fmt.value, rule.as_dict()] + (["header"] if header and fmt is ExportFormat.TSV else [])
+    digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
     ext = "zip" if fmt is ExportFormat.MOSES else fmt.value
     return exports_dir() / f"run{run.pk}-{fmt.value}-{digest}.{ext}"
 
 
-def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> tuple[Path, int]:
-    """Write the export to its file (temporary name, then os.replace); returns (path, pairs written)."""
-    path = export_file_path(run=run, rule=rule, fmt=fmt)
+def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool = False) -> tuple[Path, int]:
+    """Write the export to its file (temporary name, then os.replace); returns (path, pairs written). `header`: a TSV
+    file starts with TSV_HEADER."""
+    header = header and fmt is ExportFormat.TSV
+    path = export_file_path(run=run, rule=rule, fmt=fmt, header=header)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     n = 0
@@ -339,9 +353,10 @@ def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat) -> t
                         n += 1
     else:
         with tmp.open("w", encoding="utf-8") as fh:
-            for chunk in export_stream(run=run, rule=rule, fmt=fmt):
+            for chunk in export_stream(run=run, rule=rule, fmt=fmt, header=header):
                 fh.write(chunk)
                 n += 1
+        n -= 1 if header else 0
         if fmt is ExportFormat.TMX:
             n -= 3  # prologue, header and closing chunks
     os.replace(tmp, path)

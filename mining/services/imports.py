@@ -70,6 +70,8 @@ def check_import(*, fmt: str, paths: list[str], options: dict, corpus_name: str)
         check_language(options.get("src_lang") or ("en" if fmt == Format.PO else ""))
         if fmt != Format.PO or options.get("tgt_lang"):
             check_language(options.get("tgt_lang") or "")
+    if Corpus.objects.filter(name=corpus_name, deleting=True).exists():
+        raise ImportFailure(f"corpus '{corpus_name}' is being deleted; import under another name")
     if options.get("into") is False and Corpus.objects.filter(name=corpus_name).exists():
         raise ImportFailure(f"a corpus named '{corpus_name}' exists (import into it with --into)")
 
@@ -166,6 +168,8 @@ def _import(job: ImportJob, reporter: ProgressReporter) -> dict:
         # all at commit after the last batch; the writer sends rows after the rows they refer to.
         cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
     corpus = Corpus.objects.filter(name=job.corpus_name).first()
+    if corpus is not None and corpus.deleting:
+        raise ImportFailure(f"corpus '{job.corpus_name}' is being deleted; import under another name")
     if corpus is not None and not opts.get("into"):
         raise ImportFailure(f"a corpus named '{job.corpus_name}' exists (import into it with --into)")
     if corpus is None:

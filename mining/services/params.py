@@ -16,12 +16,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
-from ..core.candidates import Strategy
-from ..core.docmethod import DocMethod
-from ..core.docsites import SiteScope
-from ..core.docvote import VoteForm
-from ..core.knn import KnnMethod
-from ..core.margin import Margin
+from ..core.enums import DocMethod, KnnMethod, Margin, SiteScope, Strategy, VoteForm
 
 
 class ParamsError(ValueError):

@@ -126,6 +126,8 @@ class ProgressReporter:
             if sets:
                 self._conn.execute(f"UPDATE {self._table} SET {', '.join(sets)} WHERE id = %s", [*values, self._pk])
             row = self._attempt() if self._can_cancel else None
+        if row is None and self._seen:  # the job was deleted under it
+            raise JobCancelled(f"{self._table} {self._pk} was deleted")
         if row and (row[0] != "running" or row[1] or (self._seen and row[2] != self._started_at)):
             reason = "was cancelled" if row[1] else f"is {row[0]}" if row[0] != "running" else "was started again"
             raise JobCancelled(f"{self._table} {self._pk} {reason}")

@@ -7,14 +7,25 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
+from django.utils import timezone
 
-from ..models import Artefact, Corpus, DocumentPairCandidate, JobStatus, MiningRun, RunKind, SentencePairCandidate
+from ..models import (
+    Artefact,
+    Corpus,
+    DocumentPairCandidate,
+    JobStatus,
+    MiningRun,
+    RunKind,
+    RunShard,
+    SentencePairCandidate,
+)
 from .jobs import BrokerUnavailable as BrokerUnavailable  # the API and pages catch it from here
 from .jobs import (
     JobStateError,
@@ -22,6 +33,7 @@ from .jobs import (
     job_mark_failed,
     job_mark_finished,
     job_mark_started,
+    job_may,
     job_record_timing,
     job_reset_for_retry,
     send_task_or_fail,
@@ -46,6 +58,9 @@ def check_run_start(
     """The rules of what a run may be started on, as {field: message} (empty when it may start)."""
     errors: dict[str, str] = {}
     tgt_corpus = tgt_corpus or src_corpus
+    for field, corpus in (("src_corpus", src_corpus), ("tgt_corpus", tgt_corpus)):
+        if corpus is not None and corpus.deleting:
+            errors[field] = f"Corpus {corpus} is being deleted."
     if src_corpus is not None and src_lang and src_lang not in (src_corpus.languages or []):
         errors["src_lang"] = f"Corpus {src_corpus} has no '{src_lang}' text."
     if tgt_corpus is not None and tgt_lang and tgt_lang not in (tgt_corpus.languages or []):
@@ -111,8 +126,9 @@ def run_cancel(*, run: MiningRun) -> MiningRun:
     return job_cancel(job=run)
 
 
-def run_candidates_delete(*, run_ids: list[int]) -> int:
+def run_candidates_delete(*, run_ids: list[int], referred_only: bool = False) -> int:
     """Delete every sentence- and document-pair candidate of the runs, with what refers to them; returns the count.
+    With `referred_only`, only the candidates that something refers to (the caller deletes the rest in batches).
 
     Precondition: inside a transaction, the runs locked or not running. Candidates that labels, campaign items or
     alignment candidates refer to go through the ORM (which deletes those first); the rest go in one raw DELETE per
@@ -128,27 +144,69 @@ def run_candidates_delete(*, run_ids: list[int]) -> int:
             referred |= Q(pk__in=rel.related_model.objects.filter(**{f"{name}__run_id__in": run_ids}).values(name))
         _, by_model = of_runs.filter(referred).delete()
         n_referred = by_model.get(model._meta.label, 0)
+        if referred_only:
+            deleted += n_referred
+            continue
         with connection.cursor() as cur:  # one statement: batches inside one transaction only add work
             cur.execute(f"DELETE FROM {model._meta.db_table} WHERE run_id = ANY(%s)", [list(run_ids)])
             deleted += n_referred + cur.rowcount
     return deleted
 
 
-def run_delete(*, run: MiningRun) -> dict[str, int]:
+def _live_shards(run_id: int) -> int:
+    """Shards of the run a live worker holds (its lease not expired)."""
+    return (
+        RunShard.objects.filter(run_id=run_id, finished_at__isnull=True, lease_expires_at__gt=timezone.now())
+        .exclude(lease_owner="")
+        .count()
+    )
+
+
+def run_delete(*, run: MiningRun, wait_seconds: float = 10.0) -> dict[str, int]:
     """Delete a run with its candidates, shard rows and files, in well under 5 s for a million candidates.
 
-    All rows go in one transaction (nothing is half-deleted on error), then the run's folder. Raises JobStateError
-    for a run that is running (cancel it first). Returns the row counts by model.
+    Allowed by TRANSITIONS["delete"]: a pending, finished or stalled run; raises JobStateError for a running one
+    (cancel it first). The shards a cancel stopped let go of their leases at their next check: the deletion waits
+    up to `wait_seconds` for them, and a shard still at work afterwards finds its run gone and removes the run's
+    folder itself (shard_execute). All rows go in one transaction (nothing is half-deleted on error), then the
+    run's folder. Returns the row counts by model.
     """
+    deadline = time.monotonic() + wait_seconds
+    while (
+        _live_shards(run.pk)
+        and time.monotonic() < deadline
+        and MiningRun.objects.filter(pk=run.pk, status__in=[JobStatus.CANCELLED, JobStatus.FAILED]).exists()
+    ):
+        time.sleep(0.2)
     with transaction.atomic():
         run = MiningRun.objects.select_for_update().get(pk=run.pk)
-        if not run.is_finished and not run.is_stalled and run.status != JobStatus.PENDING:
+        if not job_may(run, "delete"):
             raise JobStateError(f"run {run.pk} is {run.status}: cancel it before deleting it")
         counts = {"candidates": run_candidates_delete(run_ids=[run.pk])}
         _, by_model = MiningRun.objects.filter(pk=run.pk).delete()
         counts.update({label.split(".")[-1].lower(): n for label, n in by_model.items()})
     shutil.rmtree(Path(settings.PCAPP_DATA_DIR) / "runs" / f"run-{run.pk}", ignore_errors=True)
     return counts
+
+
+def runs_orphan_folders_delete(*, min_age_seconds: float = 60.0) -> list[int]:
+    """Remove the folders under PCAPP_DATA_DIR/runs/ of runs that no longer exist (a shard killed while it wrote after
+    its run was deleted), once untouched for `min_age_seconds`; returns the run ids."""
+    root = Path(settings.PCAPP_DATA_DIR) / "runs"
+    if not root.is_dir():
+        return []
+    found = {}
+    for path in root.glob("run-*"):
+        suffix = path.name[4:]
+        if suffix.isdigit() and path.is_dir() and time.time() - path.stat().st_mtime > min_age_seconds:
+            found[int(suffix)] = path
+    alive = set(MiningRun.objects.filter(pk__in=list(found)).values_list("pk", flat=True))
+    gone = sorted(set(found) - alive)
+    for run_id in gone:
+        shutil.rmtree(found[run_id], ignore_errors=True)
+    if gone:
+        logger.warning("removed the folders of deleted runs %s", gone)
+    return gone
 
 
 @transaction.atomic

@@ -18,9 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
-from ..core.encoders.adapter import AdaptedEncoder, AdapterConfig, train_adapter
-from ..core.encoders.dan import DanConfig
-from ..core.encoders.dan_train import train_dan
+from ..core.encoders.configs import AdapterConfig, DanConfig
 from ..models import Artefact, ArtefactKind, Corpus, MiningRun
 from .evaluation import gold_pairs_of
 from .progress import ProgressReporter
@@ -112,6 +110,8 @@ def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     if isinstance(config, AdapterConfig):
         return _train_adapter(run, reporter, config, params, pairs, domain, folder)
+    from ..core.encoders.dan_train import train_dan  # torch loads where the training runs
+
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
     encoder = train_dan(
@@ -150,6 +150,7 @@ def _train_adapter(
     folder: Path,
 ) -> dict:
     """Embed the pairs with the base encoder, train the adapter on them, register it as an 'adapted' encoder."""
+    from ..core.encoders.adapter import AdaptedEncoder, train_adapter
     from ..core.encoders.registry import get_encoder
 
     base = get_encoder(params.get("base", "usem3"), threads=settings.PCAPP_COMPUTE_THREADS)

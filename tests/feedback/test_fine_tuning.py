@@ -170,9 +170,10 @@ def test_an_encoder_worse_on_the_held_out_corpus_is_stored_but_not_offered(revie
 
 @pytest.mark.django_db
 def test_fine_tuning_that_keeps_the_starting_weights_stores_nothing(reviewed, monkeypatch):
+    from mining.core.encoders import dan_finetune
     from mining.core.encoders.dan_finetune import FineTuneResult
 
-    real = fine_tuning.fine_tune_dan
+    real = dan_finetune.fine_tune_dan
 
     def kept(encoder, *args, **kwargs):
         result = real(encoder, *args, **kwargs)
@@ -186,7 +187,7 @@ def test_fine_tuning_that_keeps_the_starting_weights_stores_nothing(reviewed, mo
             ],
         )
 
-    monkeypatch.setattr(fine_tuning, "fine_tune_dan", kept)
+    monkeypatch.setattr(dan_finetune, "fine_tune_dan", kept)  # execute_fine_tune imports it when it runs
     run = fine_tune(reviewed)
     assert run.status == JobStatus.SUCCEEDED, run.error
     assert run.stats["gate"] == "unchanged" and "artefact_id" not in run.stats

@@ -14,3 +14,18 @@ def test_schema_and_docs_need_a_login(reviewer_client) -> None:
     assert schema.status_code == 200 and b"/api/runs/" in schema.content
     docs = reviewer_client.get("/api/docs/").content.decode()
     assert "swagger-ui" in docs and "cdn" not in docs.lower()
+
+
+def test_the_api_pages_link_back_to_the_app_and_link_no_id_template(staff_client) -> None:
+    import re
+
+    root = staff_client.get("/api/", HTTP_ACCEPT="application/json").json()
+    templates = root["endpoints_with_an_id"]
+    assert templates["run"] == "/api/runs/{id}/" and all(t.startswith("/api/") for t in templates.values())
+    html = staff_client.get("/api/", HTTP_ACCEPT="text/html").content.decode()
+    assert 'id="back-to-app" href="/"' in html
+    hrefs = re.findall(r'href="([^"]*)"', html)
+    assert not [h for h in hrefs if "{id}" in h or "%7Bid%7D" in h]  # a template is text, not a link to a 404
+    assert "http://testserver/api/runs/" in hrefs or "/api/runs/" in " ".join(hrefs)  # real endpoints stay links
+    docs = staff_client.get("/api/docs/").content.decode()
+    assert 'id="back-to-app" href="/"' in docs

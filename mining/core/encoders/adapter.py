@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -30,9 +30,9 @@ from mining.core.encoders.base import (
     Progress,
     SentenceEncoder,
     UnsupportedLanguage,
-    check_domain_weight,
     normalize_lang,
 )
+from mining.core.encoders.configs import AdapterConfig
 from mining.core.encoders.dan_train import _index_texts, mine_hard_negatives
 from mining.core.hw import Compute, resolve_compute
 from mining.core.knn import knn_exact
@@ -42,32 +42,6 @@ from mining.core.metrics import precision_at_n
 logger = logging.getLogger(__name__)
 
 SIDES = ("src", "tgt")
-
-
-@dataclass(frozen=True)
-class AdapterConfig:
-    """Adapter tower and training settings.
-
-    `hidden`: the tower's widths; the last is the output dimension (>= the base's keeps the skip an isometry).
-    `hard_negatives`: M near-misses per source, mined once with the base embeddings (0 = in-batch negatives only).
-    `validation`: share of the pairs held out to pick the epoch (at most `max_validation` pairs).
-    `domain_weight`: with `train_adapter(domain=...)`, how many times each in-domain pair is seen per epoch (a few
-    thousand pairs of the user's own text beside tens of thousands of background pairs would otherwise be drowned).
-    """
-
-    hidden: tuple[int, ...] = (512, 512, 512)
-    batch_size: int = 256
-    lr: float = 3e-4
-    margin: float = 0.3
-    scale: float = 20.0
-    epochs: int = 6
-    hard_negatives: int = 5
-    validation: float = 0.05
-    max_validation: int = 2000
-    domain_weight: int = 1
-
-    def __post_init__(self) -> None:
-        check_domain_weight(self.domain_weight)
 
 
 class AdapterModel(nn.Module):

@@ -5,22 +5,22 @@ bf16 or int8 tiles with a proved exact re-score, one direction or both), ``devic
 GPU), ``route`` (which of them runs), ``ivf`` (an IVF-Flat index trained on a seeded
 sample), ``common`` (input checks and helpers both use), ``tiles`` (the heaps the tiled paths share), ``shards``
 (searching one index shard and merging the shards' lists). ``knn_search`` and ``knn_both``
-dispatch on ``KnnMethod``; ``knn_method_for`` picks one by size.
+dispatch on ``KnnMethod``; ``knn_method_for`` picks one by size. Importing the package loads no engine: the
+search functions are imported from their modules on first use.
 """
 
 from __future__ import annotations
 
-import enum
+import importlib
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from mining.core.enums import KnnMethod
 from mining.core.hw import Compute
-from mining.core.knn import route
-from mining.core.knn.device import knn_both_ways_device, knn_exact_device
-from mining.core.knn.exact import knn_both_ways, knn_exact
-from mining.core.knn.ivf import build_ivf, knn_approx, knn_both_ways_approx
-from mining.core.knn.lowp import knn_both_ways_lowp, knn_exact_lowp
-from mining.core.types import KnnResult
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from mining.core.types import KnnResult
 
 __all__ = [
     "EXACT_MAX_PAIRS",
@@ -39,16 +39,32 @@ __all__ = [
     "knn_search",
 ]
 
+# The engines (faiss, numba, torch) load on first use, so the web tier can name ``KnnMethod`` for free.
+_LAZY = {
+    "build_ivf": "ivf",
+    "knn_approx": "ivf",
+    "knn_both_ways_approx": "ivf",
+    "knn_both_ways": "exact",
+    "knn_exact": "exact",
+    "knn_both_ways_device": "device",
+    "knn_exact_device": "device",
+    "knn_both_ways_lowp": "lowp",
+    "knn_exact_lowp": "lowp",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The search functions of the submodules, imported when first asked for (PEP 562)."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # Query x base pairs up to which exact search is the default: 50k x 50k (about 2.6e12 flops at d = 512, some 15 s
 # on two cores). IVF overtakes exact at roughly 10-20k rows a side and is 3.6x faster at 100k (measured on 2 cores).
 EXACT_MAX_PAIRS = 50_000 * 50_000
-
-
-class KnnMethod(enum.Enum):
-    """Which kNN engine to use."""
-
-    EXACT = "exact"
-    IVF = "ivf"
 
 
 def knn_method_for(n_queries: int, n_base: int, *, exact_max_pairs: int = EXACT_MAX_PAIRS) -> KnnMethod:
@@ -72,10 +88,12 @@ def knn_search(
     default ``hw.knn_path()``: bf16 on a visible GPU (``knn_exact_device``), else the CPU's best. ``batch_size``
     only applies to the FP32 path (the others are tiled).
     """
+    from mining.core.knn import ivf, route
+
     if method is KnnMethod.EXACT:
         return route.exact_one_way(queries, base, k, compute=compute, **params)
     if method is KnnMethod.IVF:
-        return knn_approx(queries, base, k, **params)  # type: ignore[arg-type]
+        return ivf.knn_approx(queries, base, k, **params)  # type: ignore[arg-type]
     raise TypeError(f"method must be a KnnMethod, got {method!r}")
 
 
@@ -95,8 +113,10 @@ def knn_both(
     ``hw.knn_path()``: bf16 tiles on a visible GPU (``knn_both_ways_device``), else the CPU's best. The result's
     ``info`` names the path that ran.
     """
+    from mining.core.knn import ivf, route
+
     if method is KnnMethod.EXACT:
         return route.exact_both_ways(src, tgt, k, compute=compute, **params)
     if method is KnnMethod.IVF:
-        return knn_both_ways_approx(src, tgt, k, **params)  # type: ignore[arg-type]
+        return ivf.knn_both_ways_approx(src, tgt, k, **params)  # type: ignore[arg-type]
     raise TypeError(f"method must be a KnnMethod, got {method!r}")

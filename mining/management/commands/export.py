@@ -8,10 +8,16 @@ from django.core.management.base import BaseCommand, CommandError
 
 from mining.models import JobStatus, MiningRun, RunKind
 from mining.selectors import run_threshold_info
-from mining.services.export import MOSES_SIDES, ExportFormat, KeepMode, KeepRule, export_rows, export_stream
+from mining.services.export import (
+    MOSES_SIDES,
+    TSV_HEADER,
+    ExportFormat,
+    KeepMode,
+    KeepRule,
+    export_rows,
+    export_stream,
+)
 from mining.services.export_parquet import write_parquet
-
-TSV_HEADER = "src\ttgt\tscore\tcosine\tconfidence\tcalibration\tlabel\n"
 
 
 class Command(BaseCommand):
@@ -22,10 +28,18 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("run_id", type=int)
+        parser.add_argument("run_id", type=int, help="the run to export (a sentence, document or alignment run)")
         parser.add_argument("out", help="output file, or - for standard output (not for Moses)")
-        parser.add_argument("--format", choices=[f.value for f in ExportFormat], default="tsv")
-        parser.add_argument("--keep", choices=[m.value for m in KeepMode], default="threshold")
+        parser.add_argument(
+            "--format", choices=[f.value for f in ExportFormat], default="tsv", help="file format (default: tsv)"
+        )
+        parser.add_argument(
+            "--keep",
+            choices=[m.value for m in KeepMode],
+            default="threshold",
+            help="threshold: pairs scoring at least the threshold; good: pairs labelled GOOD; both: both at once "
+            "(default: threshold)",
+        )
         parser.add_argument("--threshold", type=float, default=None, help="instead of the run's threshold")
         parser.add_argument("--include-filtered", action="store_true", help="keep pairs a pre-filter rejected too")
         parser.add_argument("--header", action="store_true", help="TSV: a first line naming the columns")

@@ -1,6 +1,7 @@
 """Enqueue a first sentence-mining run on the demo corpus (once), so a new user sees results."""
 
 from django.core.management.base import BaseCommand
+from django.urls import reverse
 
 from mining.models import Corpus, MiningRun, RunKind
 from mining.services.params import SentenceRunParams
@@ -15,14 +16,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--src", default="en")
         parser.add_argument("--tgt", default="fr")
+        parser.add_argument(
+            "--base-url", default="", help="the app's address, to print the run page's link (what `./run app` passes)"
+        )
 
-    def handle(self, *args, src: str, tgt: str, **options):
+    def handle(self, *args, src: str, tgt: str, base_url: str, **options):
         corpus = Corpus.objects.filter(name=DEMO_CORPUS).first()
         if corpus is None:
             self.stdout.write("No demo corpus; nothing to mine.")
             return
-        if MiningRun.objects.filter(kind=RunKind.SENTENCE, src_corpus=corpus).exists():
-            self.stdout.write("The demo corpus already has a mining run.")
+        existing = MiningRun.objects.filter(kind=RunKind.SENTENCE, src_corpus=corpus).order_by("pk").first()
+        if existing is not None:
+            self.stdout.write(f"The demo corpus already has a mining run: {self._where(existing, base_url)}")
             return
         run = run_create(
             kind=RunKind.SENTENCE,
@@ -33,4 +38,9 @@ class Command(BaseCommand):
             params=SentenceRunParams().to_dict(),
             name=f"demo {src}-{tgt}",
         )
-        self.stdout.write(f"Demo mining run {run.pk} ({src}-{tgt}) enqueued; watch it on the dashboard.")
+        self.stdout.write(f"Demo mining run {run.pk} ({src}-{tgt}) enqueued; watch it at {self._where(run, base_url)}")
+
+    @staticmethod
+    def _where(run: MiningRun, base_url: str) -> str:
+        path = reverse("run-detail", args=[run.pk])
+        return f"{base_url.rstrip('/')}{path}" if base_url else f"{path} (and on the dashboard)"

@@ -4,21 +4,23 @@ one after the other in this process (`run_inline`)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any
 
+from django.db import InterfaceError, OperationalError
 from django.db.models import Max
 from django.utils import timezone
 
 from pcapp.celery import app as celery_app
 
 from ...models import JobStatus, MiningRun, RunKind, RunShard
-from ..jobs import job_mark_failed, lease_seconds
+from ..jobs import job_mark_failed, job_mark_finished, keeper_seconds, lease_seconds, queue_length
 from ..params import SentenceRunParams
 from ..progress import JobCancelled, ProgressReporter
 from .context import Ctx
-from .plan import STAGES, run_dir
+from .plan import STAGES, run_dir, run_files_delete
 from .rows import (
     current_stage,
     done_count,
@@ -60,9 +62,21 @@ def shard_execute(run_id: int, stage: str, shard_no: int, *, reporter: ProgressR
     """
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}")
-    run = MiningRun.objects.select_related("encoder", "src_corpus", "tgt_corpus").get(pk=run_id)
+    run = MiningRun.objects.select_related("encoder", "src_corpus", "tgt_corpus").filter(pk=run_id).first()
+    if run is None:  # deleted (a message sent before the deletion): nothing to do, nothing to write
+        return "gone"
     if run.status != JobStatus.RUNNING:
         return "skipped"
+    try:
+        return _shard_execute(run, stage, shard_no, reporter=reporter)
+    finally:
+        if reporter is None and not MiningRun.objects.filter(pk=run_id).exists():
+            # deleted while this shard worked: what it wrote after the deletion removed the folder goes too
+            run_files_delete(run_id)
+
+
+def _shard_execute(run: MiningRun, stage: str, shard_no: int, *, reporter: ProgressReporter | None) -> str:
+    run_id = run.pk
     state, shard_id = shard_claim(run_id, stage, shard_no, force=reporter is not None)
     if state != "claimed":
         return state
@@ -91,6 +105,11 @@ def shard_execute(run_id: int, stage: str, shard_no: int, *, reporter: ProgressR
             raise
         job_mark_failed(job=run, error="cancelled by user", cancelled=True)
         return "cancelled"
+    except (OperationalError, InterfaceError):
+        # the database went away: the task is sent again (mining.tasks) and the run goes on when it is back
+        with contextlib.suppress(OperationalError, InterfaceError):
+            shard_release(shard_id)
+        raise
     except Exception as exc:
         shard_release(shard_id)
         if reporter is not None:
@@ -141,6 +160,16 @@ def _dispatch_stage(run_id: int, rows: dict[tuple[str, int], dict], stage: str) 
     return todo
 
 
+def _finish_from_rows(run_id: int, rows: dict[tuple[str, int], dict]) -> bool:
+    """Mark a running run whose shards are all done succeeded, with the stats its finish shard recorded (the finish
+    shard's own mark failed when a cancel, or a retry's new attempt, came between)."""
+    run = MiningRun.objects.filter(pk=run_id, status=JobStatus.RUNNING).first()
+    finish = rows.get(("finish", 0))
+    if run is None or finish is None or finish["finished_at"] is None:
+        return False
+    return job_mark_finished(job=run, stats=dict(finish["result"].get("stats", {})))
+
+
 def run_kick(run_id: int) -> tuple[str | None, list[int]]:
     """Re-plan a distributed run from its rows: set its current stage and dispatch that stage's missing shards.
 
@@ -148,7 +177,8 @@ def run_kick(run_id: int) -> tuple[str | None, list[int]]:
     not sent again, and a shard sent twice runs once."""
     rows = run_rows(run_id)
     stage = current_stage(rows)
-    if stage is None:
+    if stage is None:  # every shard is done, the finish shard's too: the run succeeded (a retry or cancel raced it)
+        _finish_from_rows(run_id, rows)
         return None, []
     MiningRun.objects.filter(pk=run_id, status=JobStatus.RUNNING).update(stage=stage)
     return stage, _dispatch_stage(run_id, rows, stage)
@@ -176,13 +206,39 @@ def _distributed_running() -> Any:
 
 
 _last_kick: dict[int, float] = {}
+_lost_since: dict[tuple[int, str], float] = {}
 
 
-def sharded_runs_keep() -> dict[str, list]:
-    """One round of the keeper every worker runs (every quarter lease): renew the leases of the running distributed
-    runs (a live worker will get to their queued shards), re-queue shards whose holder's lease expired, and
-    re-dispatch the current stage of a run none of whose shards started or finished for two leases."""
+def _queue_empty(stage: str) -> bool:
+    """True when the broker says no message waits in `stage`'s queue (False when it cannot be asked)."""
+    from django.conf import settings
+
+    return queue_length(settings.PCAPP_STAGE_QUEUES[STAGE_QUEUE[stage]]) == 0
+
+
+def _lost(run_id: int, stage: str, todo: list[int], grace: float) -> bool:
+    """True once the stage's unheld, unfinished shards have had no message waiting in its queue for `grace`
+    seconds: their messages were lost (a broker restarted without persistence, or workers that took them while
+    the database was away and failed them); they are sent again."""
+    key = (run_id, stage)
+    if not todo or not _queue_empty(stage):
+        _lost_since.pop(key, None)
+        return False
+    first = _lost_since.setdefault(key, time.monotonic())
+    if time.monotonic() - first < grace:
+        return False
+    _lost_since.pop(key, None)
+    return True
+
+
+def sharded_runs_keep(*, grace: float | None = None) -> dict[str, list]:
+    """One round of the keeper every worker runs (every few seconds, keeper_seconds()): renew the leases of the
+    running distributed runs (a live worker will get to their queued shards), finish a run whose shards are all
+    done, re-queue shards whose holder's lease expired, send again the shards of a stage whose messages were lost
+    (unheld, unfinished, and nothing waiting in the stage's queue for `grace` seconds), and re-dispatch the current
+    stage of a run none of whose shards started or finished for two leases."""
     lease = lease_seconds()
+    grace = keeper_seconds() if grace is None else grace
     now = timezone.now()
     requeued: list = []
     kicked: list = []
@@ -190,18 +246,30 @@ def sharded_runs_keep() -> dict[str, list]:
         MiningRun.objects.filter(pk=run_id, status=JobStatus.RUNNING).update(
             lease_expires_at=now + timezone.timedelta(seconds=lease)
         )
+        rows = run_rows(run_id)
+        stage = current_stage(rows)
+        if stage is None:
+            if _finish_from_rows(run_id, rows):
+                logger.warning("run %s: every shard was done; marked it succeeded", run_id)
+            continue
         dead = list(
             RunShard.objects.filter(run_id=run_id, finished_at__isnull=True, lease_expires_at__lt=now)
             .exclude(lease_owner="")
             .values_list("pk", "stage", "shard_no", "lease_owner")
         )
-        for pk, stage, shard_no, owner in dead:
+        for pk, dead_stage, shard_no, owner in dead:
             if RunShard.objects.filter(pk=pk, finished_at__isnull=True, lease_expires_at__lt=now).update(
                 lease_owner="", lease_expires_at=None
             ):
-                logger.warning("run %s: %s shard %s lost its holder %s; re-queued", run_id, stage, shard_no, owner)
-                celery_app.send_task(SHARD_TASK[STAGE_QUEUE[stage]], args=(run_id, stage, shard_no))
-                requeued.append((run_id, stage, shard_no))
+                logger.warning("run %s: %s shard %s lost its holder %s; re-queued", run_id, dead_stage, shard_no, owner)
+                celery_app.send_task(SHARD_TASK[STAGE_QUEUE[dead_stage]], args=(run_id, dead_stage, shard_no))
+                requeued.append((run_id, dead_stage, shard_no))
+        if not dead and _lost(run_id, stage, todo_shards(rows, stage), grace):
+            logger.warning("run %s: no message waits for its %s shards; sending them again", run_id, stage)
+            _last_kick[run_id] = time.monotonic()
+            stage, sent = run_kick(run_id)
+            kicked.append((run_id, stage, sent))
+            continue
         last = RunShard.objects.filter(run_id=run_id).aggregate(s=Max("started_at"), f=Max("finished_at"))
         latest = max((t for t in (last["s"], last["f"]) if t is not None), default=None)
         idle = latest is None or (now - latest).total_seconds() > 2 * lease

@@ -295,3 +295,33 @@ def test_document_run_moses_file_is_built_by_the_task():
             "Feuille 0 line 1.",
             "Feuille 2 line 0.",
         ]
+
+
+def test_the_page_posts_its_download_with_a_tsv_header_and_no_token_in_an_address(staff_client, run):
+    page = staff_client.get(reverse("run-export", args=[run.pk])).content.decode()
+    assert f'<form method="post" action="/runs/{run.pk}/export/" class="card" id="export-form">' in page
+    assert 'name="header"' in page
+    data = {"format": "tsv", "keep": "threshold", "download": "1", "header": "on"}
+    lines = _body(staff_client.post(reverse("run-export", args=[run.pk]), data)).splitlines()
+    assert lines[0] == "src\ttgt\tscore\tcosine\tconfidence\tcalibration\tlabel"
+    assert [line.split("\t")[0] for line in lines[1:]] == ["Hello <world> & co", "Good night"]
+    without = _body(staff_client.post(reverse("run-export", args=[run.pk]), {**data, "header": ""})).splitlines()
+    assert without == lines[1:]
+
+
+def test_building_in_the_background_keeps_the_chosen_format(staff_client, run, monkeypatch):
+    sent = []
+    monkeypatch.setattr("mining.services.export.send_export_task", lambda *a: sent.append(a))
+    data = {"format": "jsonl", "keep": "both", "threshold": "1.2", "download": "1"}
+    response = staff_client.post(reverse("run-export-build", args=[run.pk]), data)
+    assert response.status_code == 302 and "format=jsonl" in response.url and "keep=both" in response.url
+    page = staff_client.get(response.url).content.decode()
+    assert '<option value="jsonl" selected>' in page and 'value="1.2"' in page
+
+
+def test_a_tsv_file_built_with_a_header_starts_with_it(run):
+    path, n = export_build_file(run=run, rule=KeepRule(mode=KeepMode.THRESHOLD), fmt=ExportFormat.TSV, header=True)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert n == 2 and lines[0].startswith("src\ttgt\tscore") and len(lines) == 3
+    plain, _ = export_build_file(run=run, rule=KeepRule(mode=KeepMode.THRESHOLD), fmt=ExportFormat.TSV)
+    assert plain != path and plain.read_text(encoding="utf-8").splitlines() == lines[1:]

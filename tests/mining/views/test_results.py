@@ -65,8 +65,22 @@ def test_keyset_pages(staff_client):
     assert [c.rank for c in page.items] == [1, 2] and page.next_after == 2
     page = candidate_page(run=run, filters={}, after=page.next_after, size=2)
     assert [c.rank for c in page.items] == [3, 4] and page.next_after == 4
+    assert page.has_prev and page.prev_after is None  # the previous page is the first
     page = candidate_page(run=run, filters={}, after=4, size=2)
     assert [c.rank for c in page.items] == [5] and page.next_after is None
+    assert page.has_prev and page.prev_after == 2  # ranks 3 and 4
+    first = candidate_page(run=run, filters={}, size=2)
+    assert not first.has_prev
+
+
+def test_results_pages_link_back(staff_client, monkeypatch):
+    monkeypatch.setattr("mining.views.results.PAGE_SIZE", 2)
+    run = make_run(5)
+    html = staff_client.get(reverse("run-results", args=[run.pk]), {"after": 4}).content.decode()
+    assert 'id="prev-page" href="?after=2"' in html and "first page" in html
+    html = staff_client.get(reverse("run-results", args=[run.pk]), {"after": 2}).content.decode()
+    assert 'id="prev-page" href="?"' in html
+    assert 'id="prev-page"' not in staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
 
 
 def test_histogram_counts_and_yield():

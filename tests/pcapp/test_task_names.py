@@ -1,0 +1,123 @@
+"""Every Celery task that the code sends by name (``send_task``, ``signature``, ``send_task_or_fail``) or routes by
+name (``CELERY_TASK_ROUTES``) is registered in the Celery app: a renamed task or a typo fails here, not in a worker
+that drops the message as unregistered.
+
+The names are read from the source (AST) and resolved in their module: a string, a module constant, a dict of names
+indexed by a variable (every value counts), or a local variable assigned one of those. A name the test cannot
+resolve fails too, so that new code keeps its task names where they can be checked."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+PACKAGES = ("mining", "annotation", "feedback", "pcapp")
+SENDERS = {"send_task", "signature", "send_task_or_fail"}
+
+
+def _name_arg(call: ast.Call) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == "name":
+            return kw.value
+    return call.args[0] if call.args else None
+
+
+def _values(obj: object) -> set[str]:
+    if isinstance(obj, str):
+        return {obj}
+    if isinstance(obj, dict):
+        return {v for v in obj.values() if isinstance(v, str)}
+    if isinstance(obj, list | tuple | set | frozenset):
+        return {v for v in obj if isinstance(v, str)}
+    return set()
+
+
+def _resolve(expr: ast.expr, module: object, local: dict[str, ast.expr]) -> set[str]:
+    if isinstance(expr, ast.Constant):
+        return _values(expr.value)
+    if isinstance(expr, ast.Name):
+        if expr.id in local:
+            return _resolve(local[expr.id], module, {k: v for k, v in local.items() if k != expr.id})
+        return _values(getattr(module, expr.id, None))
+    if isinstance(expr, ast.Attribute):
+        return _values(eval(compile(ast.Expression(expr), "<task name>", "eval"), vars(module)))  # noqa: S307
+    if isinstance(expr, ast.Subscript):
+        return _resolve(expr.value, module, local)
+    return set()
+
+
+def _enclosing(tree: ast.Module) -> dict[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]:
+    """Each node -> the innermost function around it (None at module level)."""
+    owner: dict[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None] = {}
+
+    def visit(node: ast.AST, func: ast.FunctionDef | ast.AsyncFunctionDef | None) -> None:
+        owner[node] = func
+        inner = node if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else func
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner)
+
+    visit(tree, None)
+    return owner
+
+
+def sent_task_names() -> dict[str, set[str]]:
+    """'path:line' of each call that sends a task by name -> the names it may send."""
+    found: dict[str, set[str]] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            tree = ast.parse(path.read_text())
+            owner = _enclosing(tree)
+            calls = []
+            for node, func in owner.items():
+                if not isinstance(node, ast.Call):
+                    continue
+                f = node.func
+                called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                arg = _name_arg(node)
+                if called not in SENDERS or arg is None:
+                    continue
+                params = {a.arg for a in (func.args.args + func.args.kwonlyargs)} if func else set()
+                if func is not None and func.name in SENDERS and isinstance(arg, ast.Name) and arg.id in params:
+                    continue  # a wrapper forwarding its own `name` argument: its callers are checked
+                local = {
+                    t.id: n.value
+                    for n in (ast.walk(func) if func else ())
+                    if isinstance(n, ast.Assign)
+                    for t in n.targets
+                    if isinstance(t, ast.Name)
+                }
+                calls.append((node, arg, local))
+            if not calls:
+                continue
+            rel = path.relative_to(ROOT)
+            module = importlib.import_module(".".join(rel.with_suffix("").parts).removesuffix(".__init__"))
+            for node, arg, local in calls:
+                found[f"{rel}:{node.lineno}"] = _resolve(arg, module, local)
+    return found
+
+
+def test_every_task_sent_by_name_is_registered() -> None:
+    from pcapp.celery import app
+
+    app.loader.import_default_modules()
+    registered = set(app.tasks)
+    found = sent_task_names()
+    unresolved = sorted(site for site, names in found.items() if not names)
+    assert unresolved == [], f"task names the test cannot resolve (use a module constant): {unresolved}"
+    missing = {site: sorted(names - registered) for site, names in found.items() if names - registered}
+    assert missing == {}
+    sent = set().union(*found.values())
+    # The scan finds the senders it is meant to check (a vacuous pass would hide a broken scan).
+    assert {"pcapp.execute_run", "mining.import_corpus", "mining.export_run", "mining.site_shard"} <= sent
+    assert {f"mining.shard_{q}" for q in ("embed", "index", "search", "io")} <= sent
+
+
+def test_every_routed_task_is_registered(settings) -> None:
+    from pcapp.celery import app
+
+    app.loader.import_default_modules()
+    assert sorted(set(settings.CELERY_TASK_ROUTES) - set(app.tasks)) == []
