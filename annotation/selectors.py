@@ -94,28 +94,6 @@ class ItemCard:
     tgt_neighbours: list[tuple[str, float]]
 
 
-def item_card(item: CampaignItem) -> ItemCard:
-    """The item's two sentences and its mining evidence with the competing neighbours' texts.
-
-    One query for the neighbours when the item comes with its sentences and candidate loaded (as `item_claim`
-    returns it), two otherwise."""
-    loaded = all(f.is_cached(item) for f in (CampaignItem.src, CampaignItem.tgt, CampaignItem.sentence_pair))
-    if not loaded:
-        item = CampaignItem.objects.select_related("src", "tgt", "sentence_pair").get(pk=item.pk)
-    evidence = item.sentence_pair.evidence if item.sentence_pair else {}
-    neighbours = evidence.get("src_neighbours", []) + evidence.get("tgt_neighbours", [])
-    ids = [int(i) for i, _ in neighbours]
-    texts = dict(Sentence.objects.filter(pk__in=ids).values_list("id", "text")) if ids else {}
-    return ItemCard(
-        item=item,
-        src=item.src,
-        tgt=item.tgt,
-        evidence=evidence,
-        src_neighbours=[(texts.get(int(i), "?"), s) for i, s in evidence.get("src_neighbours", [])],
-        tgt_neighbours=[(texts.get(int(i), "?"), s) for i, s in evidence.get("tgt_neighbours", [])],
-    )
-
-
 @dataclass(frozen=True)
 class ReviewState:
     """What the review page shows a reviewer: their current item's card (None without a current item), when they
@@ -209,20 +187,6 @@ def history(campaign: Campaign, reviewer: Any) -> list[Label]:
     )
 
 
-def progress(campaign: Campaign, reviewer: Any) -> tuple[int, int]:
-    """(items this reviewer has judged, items left for them), in one query. A reviewer labels an item at most once
-    (label_once_per_item), so what is left is the campaign's items less the reviewer's labels in it. Plain SQL: it
-    runs on every review request, and the ORM's compilation of the same subqueries cost more than the query."""
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT (SELECT count(*) FROM annotation_campaignitem WHERE campaign_id = %(c)s),"
-            " (SELECT count(*) FROM annotation_label WHERE campaign_id = %(c)s AND reviewer_id = %(r)s)",
-            {"c": campaign.pk, "r": reviewer.pk},
-        )
-        n_items, n_mine = cur.fetchone()
-    return n_mine, n_items - n_mine
-
-
 @dataclass(frozen=True)
 class RunResult:
     run_id: int
@@ -242,7 +206,7 @@ def _run_estimates(rows: list[tuple], runs: dict[int, str]) -> list[RunResult]:
     for run_id, mine in sorted(per_run.items()):
         good = np.array([r[7] == Verdict.GOOD for r in mine])
         weights = None
-        if any(r[9] == Sampler.STRATIFIED for r in mine):
+        if any(r[9] in (Sampler.STRATIFIED, Sampler.KEPT) for r in mine):
             drawn: dict[int, int] = defaultdict(int)
             for r in mine:
                 drawn[r[4]] += 1
@@ -256,7 +220,8 @@ def _run_estimates(rows: list[tuple], runs: dict[int, str]) -> list[RunResult]:
 
 def campaign_results(campaign: Campaign) -> dict[str, Any]:
     """GOOD rate with a 95 % interval per run, Cohen's and Fleiss' kappa, control accuracy and progress per
-    reviewer. Stratified campaigns weight each label by its stratum's size over the labels drawn from it.
+    reviewer. Stratified campaigns (and those stratified over the kept set) weight each label by its stratum's size
+    over the labels drawn from it.
 
     Items drawn by the uncertain sampler (active sampling) never enter the per-run rates: they were picked for being
     near the threshold, so they would bias them. Their GOOD rate is given apart (`active`), without an interval.

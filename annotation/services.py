@@ -12,21 +12,21 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max, Min
 from django.utils import timezone
 
+from mining.core.calibration.estimates import uncertain_sample
 from mining.models import (
     DocumentPairCandidate,
     GoldSentencePair,
-    LanguagePairSetting,
     MiningRun,
     RunKind,
     SentencePairCandidate,
 )
-from mining.selectors import run_threshold
+from mining.selectors import run_threshold, run_threshold_info, samples
 from pcapp.dbretry import retry_on_conflict
 from pcapp.roles import is_staff
 from pcapp.sql import prepared_cursor
 
 from .models import Assignment, Campaign, CampaignItem, Label, LabelMode, Sampler, Verdict
-from .spec import CampaignSpec
+from .spec import SEED_MAX, CampaignSpec
 
 CLAIM_SECONDS = 30 * 60
 """A claim (Assignment) older than this no longer holds its item against other reviewers (an abandoned tab)."""
@@ -73,6 +73,8 @@ def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]
     if sampler == Sampler.TOP:
         total = qs.count()
         return [(pk, 0, total) for pk in qs.order_by("rank").values_list("id", flat=True)[:n]]
+    if sampler == Sampler.KEPT:
+        return _kept_ids(run, n, seed, threshold if threshold is not None else run_threshold(run), bands)
     if sampler == Sampler.THRESHOLD:
         threshold = threshold if threshold is not None else run_threshold(run)
         if threshold is None:
@@ -81,21 +83,10 @@ def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]
                 f"{run.src_lang}-{run.tgt_lang}, and too few pairs for a default): give one"
             )
         total = qs.count()
-        with connection.cursor() as cur:
-            cur.execute(
-                "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s ORDER BY abs(score - %s), id LIMIT %s",
-                [run.pk, threshold, n],
-            )
-            return [(r[0], 0, total) for r in cur.fetchall()]
+        return [(pk, 0, total) for pk in samples.ids_nearest_score(run=run, score=threshold, n=n)]
     if sampler == Sampler.UNIFORM:
         total = qs.count()
-        with connection.cursor() as cur:
-            cur.execute(
-                "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s "
-                "ORDER BY md5(id::text || %s), id LIMIT %s",
-                [run.pk, str(seed), n],
-            )
-            return [(r[0], 0, total) for r in cur.fetchall()]
+        return [(pk, 0, total) for pk in samples.ids_seeded(run=run, seed=seed, n=n)]
     if sampler == Sampler.UNCERTAIN:
         return _uncertain_ids(run, n, seed, exclude=[])
     if sampler == Sampler.STRATIFIED:
@@ -104,20 +95,46 @@ def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]
             return []
         lo, hi = stats["lo"], stats["hi"] + 1e-9
         per_band = max(1, n // bands)
-        with connection.cursor() as cur:
-            cur.execute(
-                """
-                WITH b AS (SELECT id, width_bucket(score, %s, %s, %s) - 1 AS band,
-                                  row_number() OVER (PARTITION BY width_bucket(score, %s, %s, %s)
-                                                     ORDER BY md5(id::text || %s), id) AS k
-                           FROM mining_sentencepaircandidate WHERE run_id = %s),
-                     sizes AS (SELECT band, count(*) AS size FROM b GROUP BY band)
-                SELECT b.id, b.band, sizes.size FROM b JOIN sizes USING (band) WHERE b.k <= %s ORDER BY b.band, b.k
-                """,
-                [lo, hi, bands, lo, hi, bands, str(seed), run.pk, per_band],
-            )
-            return [(r[0], int(r[1]), int(r[2])) for r in cur.fetchall()]
+        return samples.ids_by_score_band(run=run, lo=lo, hi=hi, bands=bands, seed=seed, per_band=per_band)
     raise ReviewError(f"unknown sampler '{sampler}'")
+
+
+def _kept_ids(run: MiningRun, n: int, seed: int, threshold: float | None, bands: int) -> list[tuple[int, int, int]]:
+    """(candidate id, band, band size) of a sample stratified over the run's kept set: the pairs that passed the
+    pre-filters and score at least `threshold`, cut into `bands` equal score bands from the threshold to the top,
+    n // bands drawn from each (seeded), so that the labels, weighted by band size over labels drawn, estimate the
+    kept set's precision."""
+    kept = SentencePairCandidate.objects.filter(run=run, filter_reason="")
+    if threshold is not None:
+        kept = kept.filter(score__gte=threshold)
+    stats = kept.aggregate(lo=Min("score"), hi=Max("score"))
+    if stats["lo"] is None:
+        return []
+    lo, hi = stats["lo"], stats["hi"] + 1e-9
+    per_band = max(1, n // bands)
+    return samples.ids_by_score_band(run=run, lo=lo, hi=hi, bands=bands, seed=seed, per_band=per_band, kept_only=True)
+
+
+CHECK_SAMPLE = 50
+CHECK_BANDS = 5
+
+
+def check_estimate_campaign(*, run: MiningRun, user: Any) -> Campaign:
+    """The one-click check of a run's stated precision: a campaign of CHECK_SAMPLE pairs drawn stratified over the
+    run's kept set (``Sampler.KEPT`` at the run's threshold), its creator as reviewer, so that its results page gives
+    the kept set's precision from labels beside the label-free estimate."""
+    threshold = run_threshold(run)
+    if run.kind != RunKind.SENTENCE or threshold is None:
+        raise ReviewError(f"run {run.pk} states no precision to check (a sentence run with a threshold has one)")
+    spec = CampaignSpec(
+        name=f"Check the precision of run {run.pk} ({run.src_lang}-{run.tgt_lang})",
+        sample_size=CHECK_SAMPLE,
+        sampler=Sampler.KEPT,
+        threshold=threshold,
+        bands=CHECK_BANDS,
+        seed=run.pk % SEED_MAX,
+    )
+    return campaign_create(spec=spec, runs=[run], reviewers=[user] if user is not None else [], user=user)
 
 
 def confidence_threshold(run: MiningRun) -> float:
@@ -126,45 +143,37 @@ def confidence_threshold(run: MiningRun) -> float:
     The calibration page stores the pair's threshold on the margin score; it maps to the confidence that keeps as many
     of the run's pairs (the lowest confidence among the top n, n = pairs scoring at least the threshold), which is the
     same cut exactly when confidence is monotone in the score (Platt, isotonic) and the equal-yield cut for the
-    source-aware head. Raises ReviewError when the pair has no stored threshold or the run no calibrated confidences.
+    source-aware head. The score threshold is the run's own or the one stored for its language pair on its scoring
+    configuration (`run_threshold_info`: never one found on another scale). Raises ReviewError when there is none or
+    the run has no calibrated confidences.
     """
-    setting = LanguagePairSetting.objects.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).first()
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT count(*), count(*) FILTER (WHERE score >= %s) FROM mining_sentencepaircandidate "
-            "WHERE run_id = %s AND confidence IS NOT NULL",
-            [setting.threshold if setting else 0.0, run.pk],
+    info = run_threshold_info(run)
+    chosen = info.value if info.source in ("run", "calibrated") else None
+    n_calibrated, n_kept = samples.calibrated_counts(run=run, min_score=chosen if chosen is not None else 0.0)
+    if n_calibrated == 0:
+        raise ReviewError(
+            f"the uncertain sampler needs calibrated confidences, and run '{run}' has none: apply "
+            f"a calibration model to it first (calibration page of {run.src_lang}-{run.tgt_lang})"
         )
-        n_calibrated, n_kept = cur.fetchone()
-        if n_calibrated == 0:
-            raise ReviewError(
-                f"the uncertain sampler needs calibrated confidences, and run '{run}' has none: apply "
-                f"a calibration model to it first (calibration page of {run.src_lang}-{run.tgt_lang})"
-            )
-        if setting is None:
-            raise ReviewError(
-                f"the uncertain sampler needs the threshold of {run.src_lang}-{run.tgt_lang}, and none "
-                "is stored: choose one on the calibration page first"
-            )
-        cur.execute(
-            "SELECT confidence FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
-            "ORDER BY confidence DESC, id OFFSET %s LIMIT 1",
-            [run.pk, max(n_kept - 1, 0)],
+    if chosen is None:
+        raise ReviewError(
+            f"the uncertain sampler needs the threshold of {run.src_lang}-{run.tgt_lang}, and none "
+            f"is stored for run '{run}'s scoring configuration ({info.scale_key}): choose one on the calibration "
+            "page first"
         )
-        return float(cur.fetchone()[0])
+    return samples.confidence_at(run=run, position=max(n_kept - 1, 0))
 
 
 def _uncertain_ids(run: MiningRun, n: int, seed: int, exclude: Sequence[int]) -> list[tuple[int, int, int]]:
     """(candidate id, 0, 0) of the n candidates whose calibrated confidence is nearest the run's threshold on the
-    confidence scale, nearest first (seeded ties), leaving out `exclude`. Not a probability sample: stratum size 0."""
+    confidence scale, nearest first (seeded ties), leaving out `exclude`: the core's `uncertain_sample` (the code the
+    bench measures) over the run's (id, confidence) pairs, 16 bytes a candidate. Not a probability sample: stratum
+    size 0."""
     threshold = confidence_threshold(run)
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT id FROM mining_sentencepaircandidate WHERE run_id = %s AND confidence IS NOT NULL "
-            "AND NOT (id = ANY(%s::bigint[])) ORDER BY abs(confidence - %s), md5(id::text || %s), id LIMIT %s",
-            [run.pk, list(exclude), threshold, str(seed), n],
-        )
-        return [(r[0], 0, 0) for r in cur.fetchall()]
+    rows = np.asarray(samples.calibrated_confidences(run=run), dtype=np.float64).reshape(-1, 2)
+    ids = rows[:, 0].astype(np.int64)
+    picked = uncertain_sample(rows[:, 1], threshold, n, exclude=np.isin(ids, np.asarray(exclude, np.int64)), seed=seed)
+    return [(int(ids[i]), 0, 0) for i in picked]
 
 
 def _controls(run: MiningRun, n: int, seed: int) -> list[dict[str, Any]]:
@@ -259,7 +268,7 @@ ASSIGNMENT = Assignment._meta.db_table
 LABEL_COLUMNS = [f for f in Label._meta.concrete_fields if not f.primary_key]
 """What a campaign judgement writes (services._submit, one statement with the claim's release)."""
 CARD = ("item__src", "item__tgt", "item__sentence_pair")
-"""What the item card shows, loaded with the reviewer's assignment (selectors.item_card then needs no query)."""
+"""The item's sentences and candidate, loaded with the reviewer's assignment by item_claim."""
 
 
 def _current(campaign: Campaign, reviewer: Any) -> Assignment | None:

@@ -22,6 +22,7 @@ class Sampler(models.TextChoices):
     TOP = "top", "Top N"
     THRESHOLD = "threshold", "Around the threshold"
     UNCERTAIN = "uncertain", "Uncertain: calibrated confidence nearest the pair's threshold"
+    KEPT = "kept", "Stratified over the kept set (score bands above the run's threshold)"
 
 
 DEFAULT_GUIDELINES = (
@@ -129,8 +130,8 @@ class CampaignSpec:
         None,
         kind=Kind.NUMBER,
         label="Threshold",
-        help="Score threshold of the 'around the threshold' sampler (blank: each run's own threshold: the one it was "
-        "started with, else its language pair's calibrated threshold, else its label-free default).",
+        help="Score threshold of the 'around the threshold' and 'kept set' samplers (blank: each run's own threshold: "
+        "the one it was started with, else its language pair's calibrated threshold, else its label-free default).",
     )
     n_uncertain: int = _param(
         0,

@@ -14,4 +14,5 @@ urlpatterns = [
     path("campaigns/<int:pk>/results/", results.results, name="campaign-results"),
     path("campaigns/<int:pk>/labels.<str:fmt>", results.export_labels, name="campaign-labels"),
     path("document-pairs/<int:pk>/", results.document_pair, name="document-pair"),
+    path("runs/<int:run_pk>/check-estimate/", review.check_estimate, name="run-check-estimate"),
 ]

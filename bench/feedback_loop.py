@@ -3,6 +3,8 @@ scores, choose the threshold for a target precision, and give hard negatives tha
 
     ./run python bench/feedback_loop.py                # en-fr, 200 / 500 / 1,000 labels
     ./run python bench/feedback_loop.py --quick
+    ./run python bench/feedback_loop.py --precision     # issue 31: stated vs measured precision after 0-200 labels
+                                                        # on every bench collection (bench/_precision_loop.py)
 
 Data: the GIMP manual and Debian Reference pages (scripts/fetch_data.py), drawn into disjoint page groups: a review
 pool (gold pairs hidden among other pages' sentences, BUCC style) whose mined candidates the simulated reviewers
@@ -25,7 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent
 sys.path[:0] = [str(ROOT), str(ROOT.parent)]
 
-from mining_quality import TEST_ORIGINS, TRAIN_ORIGINS, datasets, page_sentences, train  # noqa: E402
+from _bucc_data import TEST_ORIGINS, TRAIN_ORIGINS, datasets, page_sentences  # noqa: E402
+from mining_quality import train  # noqa: E402
 
 from mining.core.calibration.baselines import IsotonicCalibration, PlattScaling  # noqa: E402
 from mining.core.calibration.crossval import compare_calibrators  # noqa: E402
@@ -232,7 +235,23 @@ def main() -> None:
     parser.add_argument("--skip-finetune", action="store_true")
     parser.add_argument("--skip-calibration", action="store_true")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--precision", action="store_true", help="the issue-31 loop instead: stated vs measured precision by labels"
+    )
+    parser.add_argument("--langs", default="fr,de,es", help="--precision: languages")
+    parser.add_argument(
+        "--collections", default="manuals,manuals-repeat,gimp,debref,catalogue", help="--precision: collections"
+    )
+    parser.add_argument("--distractors", type=int, default=4000, help="--precision: distractors a side")
+    parser.add_argument("--draws", type=int, default=5, help="--precision: label draws per budget")
+    parser.add_argument("--precision-gold", type=int, default=1000, help="--precision: gold pairs per case")
     args = parser.parse_args()
+    if args.precision:
+        from _precision_loop import run as precision_loop
+
+        args.gold = args.precision_gold
+        precision_loop(args)
+        return
     args.labels = [int(x) for x in args.labels.split(",")]
     args.ft_seeds = [int(x) for x in args.ft_seeds.split(",")]
     if args.quick:

@@ -13,6 +13,7 @@ class TargetForm(forms.Form):
     """The target precision of the threshold panel (?target=) and the runs whose kept pairs it counts (?runs=)."""
 
     target = forms.FloatField(min_value=0.5, max_value=0.999, required=False)
+    scale = forms.CharField(required=False, max_length=200)
     runs = forms.ModelMultipleChoiceField(
         queryset=MiningRun.objects.filter(kind=RunKind.SENTENCE), required=False, widget=forms.CheckboxSelectMultiple
     )
@@ -22,6 +23,10 @@ class TargetForm(forms.Form):
         if "runs" in self.data and self.is_valid() and self.cleaned_data["runs"]:
             return list(self.cleaned_data["runs"])
         return default
+
+    def scale_key(self) -> str:
+        """The scoring configuration asked for (?scale=), or "" (the page then shows the newest run's)."""
+        return self.cleaned_data.get("scale", "") if self.is_valid() else str(self.data.get("scale", ""))[:200]
 
     def value(self) -> float:
         """The target asked for, or 0.95 when absent or invalid (the panel then says so through the form errors)."""
@@ -39,6 +44,9 @@ class CalibrationApplyForm(forms.Form):
     """Store a threshold for the pair, and/or apply the latest calibration model to one of its runs."""
 
     threshold = forms.FloatField(required=False)
+    scale = forms.CharField(
+        required=False, max_length=200, help_text="The scoring configuration the threshold was found on."
+    )
     target = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
     estimate = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
     run = forms.ModelChoiceField(queryset=MiningRun.objects.filter(kind=RunKind.SENTENCE), required=False)

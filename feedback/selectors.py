@@ -3,6 +3,7 @@ fine-tuned."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Exists, Max, Min, OuterRef
@@ -20,6 +21,7 @@ from mining.models import (
     RunKind,
     SentencePairCandidate,
 )
+from mining.selectors import scale_key
 
 from .services.calibration import threshold_labels
 
@@ -50,31 +52,66 @@ WEAK_LOWER_BOUND_GAP = 0.1
 """A threshold whose interval's lower bound lies this far or more below the target may well miss it."""
 
 
-def pair_runs(src: str, tgt: str, limit: int = 50) -> list[MiningRun]:
+def pair_runs(src: str, tgt: str, limit: int | None = 50) -> list[MiningRun]:
     """The pair's succeeded sentence runs, newest first (what a threshold's yield can be counted over)."""
-    return list(
+    qs = (
         MiningRun.objects.filter(kind=RunKind.SENTENCE, src_lang=src, tgt_lang=tgt, status=JobStatus.SUCCEEDED)
-        .select_related("src_corpus", "tgt_corpus")
-        .order_by("-created_at")[:limit]
+        .select_related("src_corpus", "tgt_corpus", "encoder")
+        .order_by("-created_at")
     )
+    return list(qs if limit is None else qs[:limit])
 
 
-def threshold_choice(src: str, tgt: str, target: float, runs: list[MiningRun] | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ScaleGroup:
+    """The pair's succeeded sentence runs of one scoring configuration (their scores share a scale), newest first,
+    with the threshold stored for it (None when none is)."""
+
+    key: str
+    runs: list[MiningRun]
+    setting: LanguagePairSetting | None
+
+
+def pair_scales(src: str, tgt: str) -> list[ScaleGroup]:
+    """The pair's runs grouped by scoring configuration, the group of the newest run first; a stored setting whose
+    configuration has no run left is listed too (with no runs). Two queries."""
+    groups: dict[str, list[MiningRun]] = {}
+    for run in pair_runs(src, tgt, limit=None):
+        groups.setdefault(scale_key(run), []).append(run)
+    settings = {s.scale_key: s for s in LanguagePairSetting.objects.filter(src_lang=src, tgt_lang=tgt)}
+    out = [ScaleGroup(key, runs, settings.get(key)) for key, runs in groups.items()]
+    out += [ScaleGroup(key, [], s) for key, s in sorted(settings.items()) if key not in groups]
+    return out
+
+
+def threshold_choice(
+    src: str, tgt: str, target: float, runs: list[MiningRun] | None = None, scale: ScaleGroup | None = None
+) -> dict[str, Any]:
     """The lowest score threshold whose stratum-weighted precision on the labels reaches `target`, with its Wilson
     interval, and the pairs it keeps (not rejected by a pre-filter, score at least the threshold) over `runs` (the
     runs the user selected; none selected: no count). Labels of items a campaign drew by score or confidence (top,
     around a threshold, uncertain) are left out of the estimate and counted.
 
+    A score threshold is a point on one scale: with `scale` (a scoring configuration of the pair) only the labels of
+    its runs are read and only its runs among `runs` are counted (the others are listed as `not_counted`); without
+    it, the pair's newest run's configuration.
+
     `weak` is True when the interval's lower bound lies WEAK_LOWER_BOUND_GAP or more below the target."""
-    data = threshold_labels(src_lang=src, tgt_lang=tgt)
+    if scale is None:
+        scale = next(iter(pair_scales(src, tgt)), None)
+    scale_ids = [r.pk for r in scale.runs] if scale is not None else []
+    data = threshold_labels(src_lang=src, tgt_lang=tgt, run_ids=scale_ids)
     runs = list(runs or [])
+    counted = [r for r in runs if r.pk in set(scale_ids)]
     out: dict[str, Any] = {
         "target": target,
         "choice": None,
         "n_labels": int(len(data.labels)),
         "n_left_out": data.n_left_out,
         "n_kept": None,
-        "kept_runs": runs,
+        "kept_runs": counted,
+        "not_counted": [r for r in runs if r.pk not in set(scale_ids)],
+        "scale": scale,
         "weak": False,
     }
     if not len(data.labels):
@@ -84,9 +121,9 @@ def threshold_choice(src: str, tgt: str, target: float, runs: list[MiningRun] | 
     if choice is None:
         return out
     out["weak"] = bool(choice.estimate.low < target - WEAK_LOWER_BOUND_GAP)
-    if runs:
+    if counted:
         out["n_kept"] = SentencePairCandidate.objects.filter(
-            run__in=runs, score__gte=choice.threshold, filter_reason=""
+            run__in=counted, score__gte=choice.threshold, filter_reason=""
         ).count()
     return out
 
@@ -148,7 +185,7 @@ def pair_overview() -> list[dict[str, Any]]:
     def row(src: str, tgt: str) -> dict[str, Any]:
         return pairs.setdefault(
             (src, tgt),
-            {"src": src, "tgt": tgt, "runs": 0, "succeeded": 0, "calibration": None, "setting": None, "labels": 0},
+            {"src": src, "tgt": tgt, "runs": 0, "succeeded": 0, "calibration": None, "settings": [], "labels": 0},
         )
 
     for src, tgt, status, n in (
@@ -163,8 +200,8 @@ def pair_overview() -> list[dict[str, Any]]:
         r["runs"] += n
         if status == JobStatus.SUCCEEDED:
             r["succeeded"] += n
-    for setting in LanguagePairSetting.objects.select_related("calibration"):
-        row(setting.src_lang, setting.tgt_lang)["setting"] = setting
+    for setting in LanguagePairSetting.objects.select_related("calibration").order_by("scale_key"):
+        row(setting.src_lang, setting.tgt_lang)["settings"].append(setting)
     for artefact in Artefact.objects.filter(kind=ArtefactKind.CALIBRATION).order_by("version"):
         key = (artefact.src_lang, artefact.tgt_lang)
         if key in pairs and artefact.name == f"calibration-{key[0]}-{key[1]}":

@@ -6,10 +6,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.models import Campaign
-from mining.models import LanguagePairSetting, MiningRun, RunKind
+from mining.models import MiningRun, RunKind
 from mining.services.calibrators import threshold_apply
 from mining.services.runs import run_create
 from pcapp.permissions import staff_required
@@ -17,12 +19,14 @@ from pcapp.permissions import staff_required
 from .charts import reliability_svg
 from .forms import CalibrationApplyForm, CalibrationTrainForm, FineTuneForm, TargetForm
 from .selectors import (
+    ScaleGroup,
     fine_tune_options,
     latest_calibration_any,
     model_cautions,
     pair_exists,
     pair_overview,
     pair_runs,
+    pair_scales,
     threshold_choice,
 )
 from .services.fine_tuning import check_fine_tune
@@ -54,12 +58,16 @@ def calibration_page(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
     (default: the pair's newest run). ?campaign= preselects the campaign whose labels train a new model."""
     _check_pair(src, tgt)
     target_form = TargetForm(request.GET)
-    runs = pair_runs(src, tgt)
+    scales = pair_scales(src, tgt)
+    wanted = target_form.scale_key()
+    scale = next((g for g in scales if g.key == wanted), None) or next(iter(scales), None)
+    runs = scale.runs if scale is not None else []
     selected = target_form.selected_runs(default=runs[:1])
     threshold = {
-        **threshold_choice(src, tgt, target_form.value(), selected),
+        **threshold_choice(src, tgt, target_form.value(), selected, scale or ScaleGroup("", [], None)),
         "target_form": target_form,
         "pair_runs": runs,
+        "scales": scales,
         "selected_ids": {r.pk for r in selected},
     }
     if request.htmx:
@@ -88,10 +96,10 @@ def calibration_page(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
         "report": report,
         "chart": chart,
         "model_cautions": model_cautions(artefact),
-        "setting": LanguagePairSetting.objects.filter(src_lang=src, tgt_lang=tgt).first(),
+        "setting": scale.setting if scale is not None else None,
         "campaigns": Campaign.objects.filter(runs__src_lang=src, runs__tgt_lang=tgt).distinct(),
         "chosen_campaign": int(campaign) if campaign.isdigit() else None,
-        "runs": runs[:20],
+        "runs": pair_runs(src, tgt)[:20],
         "applications": MiningRun.objects.filter(kind=RunKind.APPLY_CALIBRATION, src_lang=src, tgt_lang=tgt)
         .select_related("parent")
         .order_by("-created_at")[:5],
@@ -134,8 +142,18 @@ def calibration_apply_view(request: HttpRequest, src: str, tgt: str) -> HttpResp
         return redirect("calibration", src=src, tgt=tgt)
     d = form.cleaned_data
     artefact = latest_calibration_any(src, tgt)
+    scale = next((g for g in pair_scales(src, tgt) if g.runs and g.key == d["scale"]), None)
+    if d["threshold"] is not None and scale is None:
+        messages.error(
+            request,
+            f"A threshold is a point on one scoring configuration's scale: '{d['scale'] or '(none)'}' is not one of "
+            f"the {src}-{tgt} runs'. Pick the configuration on this page and store it again.",
+        )
+        return redirect("calibration", src=src, tgt=tgt)
     if not d["confirm"]:
-        weak = d["threshold"] is not None and d["target"] and threshold_choice(src, tgt, d["target"])["weak"]
+        weak = (
+            d["threshold"] is not None and d["target"] and threshold_choice(src, tgt, d["target"], scale=scale)["weak"]
+        )
         if weak or (d["run"] is not None and model_cautions(artefact)):
             messages.error(
                 request,
@@ -147,13 +165,14 @@ def calibration_apply_view(request: HttpRequest, src: str, tgt: str) -> HttpResp
         threshold_apply(
             src_lang=src,
             tgt_lang=tgt,
+            scale_key=scale.key,
             threshold=d["threshold"],
             target_precision=d["target"] or None,
             estimated_precision=d["estimate"] or None,
             calibration=artefact,
             user=request.user,
         )
-        messages.success(request, f"Threshold {d['threshold']:.4f} stored for {src}-{tgt}.")
+        messages.success(request, f"Threshold {d['threshold']:.4f} stored for {src}-{tgt} on {scale.key} runs.")
     if d["run"] is not None and artefact:
         target = d["run"]
         run = run_create(
@@ -167,6 +186,8 @@ def calibration_apply_view(request: HttpRequest, src: str, tgt: str) -> HttpResp
         )
         messages.success(request, f"Applying {artefact} to run {target.pk}: this page follows it; its results follow.")
         return redirect("run-detail", pk=run.pk)  # the job's page: progress, then the link to the run's results
+    if scale is not None:
+        return redirect(reverse("calibration", args=[src, tgt]) + "?" + urlencode({"scale": scale.key}))
     return redirect("calibration", src=src, tgt=tgt)
 
 

@@ -34,9 +34,11 @@ def _tick(value: float, integer: bool) -> str:
     return str(round(value)) if integer else _fmt(value)
 
 
-def axes(x_lo: float, x_hi: float, y_hi: float, x_label: str, y_label: str, *, integer_y: bool = False) -> list[str]:
+def axes(
+    x_lo: float, x_hi: float, y_hi: float, x_label: str, y_label: str, *, integer_y: bool = False, y_lo: float = 0.0
+) -> list[str]:
     """The two axes with five ticks each and their labels; `integer_y` prints whole-number y ticks (give a y_hi
-    from count_axis_max so that they are exact)."""
+    from count_axis_max so that they are exact); the y axis starts at `y_lo` (0 unless given)."""
     plot_w, plot_h = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
     parts = [
         f'<line x1="{PAD_L}" y1="{PAD_T + plot_h}" x2="{PAD_L + plot_w}" y2="{PAD_T + plot_h}" stroke="#444"/>',
@@ -52,7 +54,7 @@ def axes(x_lo: float, x_hi: float, y_hi: float, x_label: str, y_label: str, *, i
         y = PAD_T + plot_h - fx * plot_h
         parts.append(
             f'<text x="{PAD_L - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">'
-            f"{escape(_tick(fx * y_hi, integer_y))}</text>"
+            f"{escape(_tick(y_lo + fx * (y_hi - y_lo), integer_y))}</text>"
         )
     parts.append(
         f'<text x="{PAD_L + plot_w / 2:.1f}" y="{HEIGHT - 4}" font-size="11" text-anchor="middle">'

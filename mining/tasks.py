@@ -35,6 +35,17 @@ def export_run(
     return {"run_id": run_id, "file": path.name, "pairs": n}
 
 
+@shared_task(name="mining.estimate_precision")
+def estimate_precision(run_id: int, decoy_corpus_id: int | None = None, seed: int = 0) -> dict:
+    """Estimate a succeeded sentence run's precision from decoy hits and store it in its stats."""
+    from .services.precision import run_precision_estimate
+
+    run = MiningRun.objects.select_related("src_corpus", "tgt_corpus", "encoder").get(pk=run_id)
+    decoys = Corpus.objects.get(pk=decoy_corpus_id) if decoy_corpus_id is not None else None
+    record = run_precision_estimate(run=run, decoy_corpus=decoys, seed=seed)
+    return {"run_id": run_id, "precision": record["precision"], "reason": record["reason"]}
+
+
 @shared_task(name="mining.import_corpus", bind=True, acks_late=True, reject_on_worker_lost=True)
 def import_corpus_task(self, job_id: int) -> dict:
     """Run one corpus import job (all or nothing)."""

@@ -23,7 +23,12 @@ WORDS = {
     "f1_before": "F1 before",
     "f1_after": "F1 after",
     "default_threshold": "label-free default threshold",
+    "held_out_margin": "held-out margin by epoch",
+    # parameters
+    "doc_threshold": "document-pair threshold",
     "updated": "pairs updated",
+    # run parameters
+    "filters": "pre-filters",
     # stages
     "embed": "embedding",
     "embed-src": "embedding the source",
@@ -90,3 +95,16 @@ def ordered_timings(timings: dict[str, Any] | None) -> list[tuple[str, float]]:
     rank = {name: i for i, name in enumerate(STAGE_ORDER)}
     items = [(str(k), float(v)) for k, v in (timings or {}).items() if isinstance(v, int | float)]
     return sorted(items, key=lambda kv: (rank.get(kv[0], len(rank)), kv[0]))
+
+
+def shown(value: Any) -> str:
+    """A stored value as a page prints it: flags as yes / no, nothing as "–", numbers with at most 4 decimals (so
+    no 1.1733485460281372), anything else as it is."""
+    if value is None or value == "":
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        text = f"{value:.4f}".rstrip("0").rstrip(".")
+        return text if text not in ("", "-0") else "0"
+    return str(value)

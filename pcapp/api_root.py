@@ -12,15 +12,17 @@ from rest_framework.views import APIView
 
 from .permissions import IsReviewer
 
-# (name, URL name, description); entries with an id are shown as templates below.
+# (name, URL name, description, answers GET); entries with an id are shown as templates below. An endpoint that
+# answers GET is a full URL (the browsable API makes it a link); one that only takes POST is a path, shown as text,
+# since following it as a link would end at "405 Method not allowed".
 _LINKS = (
-    ("corpora", "api-corpus-list", "corpora (GET)"),
-    ("corpus-import", "api-import-create", "import a corpus (POST, multipart)"),
-    ("runs", "api-run-list", "runs (GET) and start a run (POST)"),
-    ("judgements", "api-judgement-create", "judge an item or a pair (POST)"),
-    ("campaigns", "api-campaign-create", "create a campaign (POST)"),
-    ("schema", "api-schema", "OpenAPI schema"),
-    ("docs", "api-docs", "browsable docs (Swagger UI)"),
+    ("corpora", "api-corpus-list", "corpora (GET)", True),
+    ("corpus-import", "api-import-create", "import a corpus (POST, multipart)", False),
+    ("runs", "api-run-list", "runs (GET) and start a run (POST)", True),
+    ("judgements", "api-judgement-create", "judge an item or a pair (POST)", False),
+    ("campaigns", "api-campaign-create", "create a campaign (POST)", False),
+    ("schema", "api-schema", "OpenAPI schema", True),
+    ("docs", "api-docs", "browsable docs (Swagger UI)", True),
 )
 _TEMPLATES = {
     "corpus": "corpora/{id}/",
@@ -48,8 +50,11 @@ class ApiRoot(APIView):
         return Response(
             {
                 "endpoints": {
-                    name: {"url": request.build_absolute_uri(reverse(url_name)), "what": what}
-                    for name, url_name, what in _LINKS
+                    name: {
+                        "url": request.build_absolute_uri(reverse(url_name)) if get else reverse(url_name),
+                        "what": what,
+                    }
+                    for name, url_name, what, get in _LINKS
                 },
                 "endpoints_with_an_id": {name: root + template for name, template in _TEMPLATES.items()},
                 "ids": "replace {id} in a path above with an id from the lists (e.g. runs' `id`)",

@@ -17,7 +17,7 @@ from django import db
 from mining.models import ImportJob, MiningRun, RunKind
 from mining.services.execute import RunHandler, execute_run_service
 from mining.services.jobs import jobs_reap_stalled, jobs_send_unsent, keeper_seconds
-from mining.services.runs import EXECUTE_RUN_TASK, run_mark_failed, runs_orphan_folders_delete
+from mining.services.runs import EXECUTE_RUN_TASK, run_mark_failed, runs_orphan_folders_delete, send_run_task
 
 # A task that finds the database away (restarting, failing over) is sent again with a growing, jittered delay
 # (1, 2, 4, 8, then every 10 s or less, for about 15 minutes) instead of being lost: its message is acknowledged
@@ -93,23 +93,29 @@ def keep_jobs() -> dict:
     from django.conf import settings
 
     from mining.services.document_sites import site_runs_keep
-    from mining.services.imports import IMPORT_TASK
+    from mining.services.imports import send_import_task
     from mining.services.shards import sharded_runs_keep
 
     queue = settings.CELERY_TASK_DEFAULT_QUEUE
     return {
         "shards": sharded_runs_keep(),
         "sites": site_runs_keep(),
-        "runs_sent": jobs_send_unsent(model=MiningRun, task=EXECUTE_RUN_TASK, queue=queue),
-        "imports_sent": jobs_send_unsent(model=ImportJob, task=IMPORT_TASK, queue=queue),
+        "runs_sent": jobs_send_unsent(model=MiningRun, send=send_run_task, queue=queue),
+        "imports_sent": jobs_send_unsent(model=ImportJob, send=send_import_task, queue=queue),
         "orphans": runs_orphan_folders_delete(),
     }
 
 
-def _keeper(stop: threading.Event) -> None:
-    """Every few seconds (keeper_seconds()), one round of keep_jobs."""
-    while not stop.wait(keeper_seconds()):
+def _keeper(stop: threading.Event, queues: list[str]) -> None:
+    """At once, then every few seconds (keeper_seconds()): say which index groups this worker holds (the group queues
+    it listens on: holds_announce), then one round of keep_jobs."""
+    from mining.services.shards.pqstages import holds_announce
+
+    first = True
+    while first or not stop.wait(keeper_seconds()):
+        first = False
         try:
+            holds_announce(queues)
             keep_jobs()
         except Exception:  # the database or broker is away for a moment: the next round tries again
             logger.exception("the job keeper failed; trying again")
@@ -121,12 +127,16 @@ _KEEPER_STOP = threading.Event()
 
 
 @worker_ready.connect
-def _reap_on_worker_start(**_: object) -> None:
+def _reap_on_worker_start(sender: object = None, **_: object) -> None:
     """A worker that starts (after a crash, or on a new machine) frees the jobs a dead worker left running, then
     keeps the shard leases of distributed runs while it lives."""
     reap_stalled_jobs()
     db.connection.close()
-    threading.Thread(target=_keeper, args=(_KEEPER_STOP,), name="pcapp-shard-keeper", daemon=True).start()
+    try:
+        queues = sorted(sender.app.amqp.queues.consume_from or {})  # type: ignore[attr-defined]
+    except AttributeError:
+        queues = []
+    threading.Thread(target=_keeper, args=(_KEEPER_STOP, queues), name="pcapp-shard-keeper", daemon=True).start()
 
 
 @worker_shutting_down.connect

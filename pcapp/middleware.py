@@ -1,6 +1,6 @@
 """Request guards that run before any view reads the request: the body size allowed to whom, and control characters
 in the URL, the query string and form fields (a NUL reaches Postgres as an error, so it is refused here with a 400
-that names the field)."""
+that names the field); and the answer while the database cannot be reached (503, not 500)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from csp.middleware import CSPMiddleware as BaseCSPMiddleware
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from .roles import is_staff
@@ -109,3 +110,40 @@ class CSPMiddleware(BaseCSPMiddleware):
         if request.path.startswith("/api/") and response.get("Content-Type", "").startswith("text/html"):
             response._csp_update = {"style-src": ["'unsafe-inline'"]}  # type: ignore[attr-defined]
         return super().process_response(request, response)
+
+
+DATABASE_DOWN = "the database cannot be reached (it is restarting, or down): nothing was done; try again in a minute"
+
+
+def database_unavailable(request: HttpRequest, exc: BaseException | None) -> HttpResponse | None:
+    """503 with Retry-After when `exc` says the database cannot be reached (JSON under /api/, a short page
+    elsewhere, rendered without the database); None for any other error (a deadlock is not an outage)."""
+    # deadlock_detected, serialization_failure (pcapp.dbretry): the database answered; that is a 500
+    if not isinstance(exc, OperationalError | InterfaceError) or getattr(exc.__cause__, "sqlstate", "") in (
+        "40P01",
+        "40001",
+    ):
+        return None
+    if request.path.startswith("/api/"):
+        response: HttpResponse = JsonResponse({"detail": DATABASE_DOWN}, status=503)
+    else:
+        response = HttpResponse(
+            f"<!doctype html><title>Service unavailable</title><h1>Service unavailable</h1><p>The {DATABASE_DOWN}.</p>",
+            status=503,
+        )
+    response["Retry-After"] = "30"
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """503, not 500, from a view (page or API) that found the database away; the handler500 of pcapp.urls does the
+    same for errors raised outside views (another middleware's query)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        return database_unavailable(request, exception)

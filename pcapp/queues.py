@@ -31,6 +31,14 @@ def stage_queue(name: str, environ: Mapping[str, str] = os.environ) -> str:
     return environ.get(f"PCAPP_QUEUE_{name.upper()}") or name
 
 
+def group_queue(g: int, environ: Mapping[str, str] = os.environ) -> str:
+    """The queue of the search shards of index-shard group g of a compressed run: `<search queue>.g<g>`, which the
+    workers that hold group g listen on (`./run worker --holds g`)."""
+    if int(g) < 0:
+        raise ValueError(f"an index group is a number >= 0, got {g}")
+    return f"{stage_queue('search', environ)}.g{int(g)}"
+
+
 def all_queues(environ: Mapping[str, str] = os.environ) -> list[str]:
     """Every queue pcapp sends to, default first (what a worker that does everything listens on)."""
     names = [default_queue(environ), *(stage_queue(q, environ) for q in STAGE_QUEUES)]

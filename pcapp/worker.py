@@ -16,9 +16,22 @@ import sys
 import uuid
 from pathlib import Path
 
-from pcapp.queues import all_queues
+from pcapp.queues import all_queues, group_queue
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def parse_holds(text: str) -> list[int]:
+    """`--holds` as group numbers: "0,2-4" -> [0, 2, 3, 4]; ValueError naming the bad part."""
+    out: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()) or (hi and int(hi) < int(lo)):
+            raise ValueError(f"--holds: '{part}' is not a group number or a range like 0-3")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return sorted(set(out))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +49,12 @@ def main(argv: list[str] | None = None) -> int:
         default=int(os.environ.get("PCAPP_COMPUTE_THREADS", "1")),
         help="compute threads per process (torch, faiss, BLAS); keep threads x concurrency <= cores",
     )
+    parser.add_argument(
+        "--holds",
+        default="",
+        help="index-shard groups of compressed runs this machine holds, e.g. 0,1 or 0-3: their search shards come "
+        "here first (queues search.g0, ...; PCAPP_PQ_GROUPS groups a side)",
+    )
     parser.add_argument("--name", default="", help="node name (default pcapp-<random>@<host>)")
     args = parser.parse_args(argv)
     missing = [name for name in ("DATABASE_URL", "CELERY_BROKER_URL") if not os.environ.get(name)]
@@ -49,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     queues = [q.strip() for q in args.queues.split(",") if q.strip()]
     if not queues:
         parser.error("--queues is empty")
+    try:
+        holds = parse_holds(args.holds)
+    except ValueError as exc:
+        parser.error(str(exc))
+    queues += [group_queue(g) for g in holds if group_queue(g) not in queues]
     data_dir = os.environ.get("PCAPP_DATA_DIR", str(ROOT / "var"))
     print(
         f"pcapp worker on {socket.gethostname()}: queues {','.join(queues)}, {args.concurrency} process(es) x "

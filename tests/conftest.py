@@ -16,6 +16,22 @@ from pcapp import launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
+# No precision-estimate task after each test run (workers started by tests inherit this); the tests of the estimate
+# turn it on where they need it.
+os.environ["PCAPP_PRECISION_AFTER_RUN"] = "false"
+
+
+SLOW_FIXTURES = {"celery_worker_process", "celery_workers"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `slow` what starts real worker processes, a browser or a clone of the checkout (the million-row tests carry
+    the mark themselves), so that `-m "not slow"` gives a quick run; the default run still runs everything."""
+    for item in items:
+        if any(item.get_closest_marker(name) for name in ("worker", "browser", "clone")):
+            item.add_marker(pytest.mark.slow)
+        elif SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +46,8 @@ def _torch_threads_restored() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _data_dir(settings, tmp_path: Path) -> Path:
-    """Every test gets its own PCAPP_DATA_DIR."""
+    """Every test gets its own PCAPP_DATA_DIR (and no precision task after its runs)."""
+    settings.PCAPP_PRECISION_AFTER_RUN = False
     settings.PCAPP_DATA_DIR = tmp_path / "pcapp-data"
     settings.PCAPP_DATA_DIR.mkdir()
     return settings.PCAPP_DATA_DIR

@@ -7,13 +7,22 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from mining.models import MiningRun
 from pcapp.dbretry import retry_on_conflict
 from pcapp.permissions import reviewer_required, staff_required
 
 from ..forms import CampaignForm, LabelForm
 from ..models import Campaign, Reason
 from ..selectors import campaign_for, campaigns_for, history, review_state
-from ..services import ReviewError, campaign_create, claim_cutoff, claim_locked, label_and_next, label_undo
+from ..services import (
+    ReviewError,
+    campaign_create,
+    check_estimate_campaign,
+    claim_cutoff,
+    claim_locked,
+    label_and_next,
+    label_undo,
+)
 
 
 def _campaign(request: HttpRequest, pk: int) -> Campaign:
@@ -51,6 +60,27 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Campaign '{campaign}' created with {campaign.items.count()} items.")
             return redirect("campaign-results", pk=campaign.pk)
     return render(request, "annotation/campaign_new.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@require_POST
+@staff_required
+def check_estimate(request: HttpRequest, run_pk: int) -> HttpResponse:
+    """The run page's one click: a campaign of 50 pairs stratified over the run's kept set, with the user as its
+    reviewer; then its review page (its results page gives the kept set's precision from the labels)."""
+    run = MiningRun.objects.filter(pk=run_pk).first()
+    if run is None:
+        raise Http404("no such run")
+    try:
+        campaign = check_estimate_campaign(run=run, user=request.user)
+    except ReviewError as exc:
+        messages.error(request, str(exc))
+        return redirect("run-detail", pk=run_pk)
+    messages.success(
+        request,
+        f"Campaign '{campaign.name}' created: {campaign.items.count()} pairs drawn over the kept set. Label them; "
+        "its results page then gives the kept set's precision from your labels.",
+    )
+    return redirect("campaign-review", pk=campaign.pk)
 
 
 def _card_context(request: HttpRequest, campaign: Campaign, error: str = "", claim: bool = True) -> dict:
@@ -143,5 +173,11 @@ def history_item(request: HttpRequest, pk: int, n: int) -> HttpResponse:
     return render(
         request,
         "annotation/review.html#history-card",
-        {"campaign": campaign, "past": labels[n], "n": n, "n_done": len(labels)},
+        {
+            "campaign": campaign,
+            "past": labels[n],
+            "past_reasons": [Reason(r).label if r in Reason.values else r for r in labels[n].reasons or []],
+            "n": n,
+            "n_done": len(labels),
+        },
     )

@@ -18,11 +18,12 @@ from django.conf import settings
 from annotation.models import ESTIMATE_SAMPLERS, Verdict
 from annotation.selectors import estimable_labels
 from mining.core.calibration.crossval import compare_calibrators
+from mining.core.calibration.estimates import stratum_weights
 from mining.models import Artefact, ArtefactKind, MiningRun, RunKind
-from mining.services.calibrators import DEFAULT_PHI, METHOD_NAMES, calibration_methods, save_calibrator
+from mining.params import CalibrateParams, SentenceRunParams
+from mining.services.calibrators import DEFAULT_PHI, calibration_methods, save_calibrator
 from mining.services.embeddings import embed_side, side_sentences
 from mining.services.encoders import load_encoder
-from mining.services.params import SentenceRunParams
 from mining.services.runs import run_record_timing
 from mining.services.training_runs import artefact_create
 
@@ -67,10 +68,20 @@ def _source_embeddings(run: MiningRun, src_ids: list[int]) -> np.ndarray:
 
 
 def _stratum_weights(keys: list[tuple]) -> np.ndarray:
-    """Per label, from (campaign, run, stratum, stratum size): the stratum's size over the labels drawn from it; 1 for
-    labels on no sampled stratum (outside campaigns, controls, uncertain-sampler items)."""
-    drawn: Counter = Counter(k[:3] for k in keys if k[3])
-    return np.array([(k[3] / drawn[k[:3]]) if k[3] else 1.0 for k in keys], dtype=np.float64)
+    """Per label, from (campaign, run, stratum, stratum size): the stratum's size over the labels drawn from it (the
+    core's `stratum_weights`, which the bench measures); 1 for labels on no sampled stratum (outside campaigns,
+    controls, uncertain-sampler items)."""
+    weights = np.ones(len(keys), dtype=np.float64)
+    sampled = [i for i, k in enumerate(keys) if k[3]]
+    if not sampled:
+        return weights
+    ids: dict[tuple, int] = {}
+    strata = np.array([ids.setdefault(keys[i][:3], len(ids)) for i in sampled], dtype=np.int64)
+    sizes = np.zeros(len(ids), dtype=np.float64)
+    for i, stratum in zip(sampled, strata, strict=True):
+        sizes[stratum] = keys[i][3]
+    weights[sampled] = stratum_weights(strata, sizes)
+    return weights
 
 
 def _estimable(sampler: str | None) -> bool:
@@ -78,13 +89,15 @@ def _estimable(sampler: str | None) -> bool:
     return not sampler or sampler in ESTIMATE_SAMPLERS
 
 
-def threshold_labels(*, src_lang: str, tgt_lang: str) -> ThresholdLabels:
-    """The labels of a language pair's candidates for threshold and precision estimates, stratum-weighted. Items a
+def threshold_labels(*, src_lang: str, tgt_lang: str, run_ids: list[int] | None = None) -> ThresholdLabels:
+    """The labels of a language pair's candidates for threshold and precision estimates, stratum-weighted; only those
+    of `run_ids` when given (the runs of one scoring configuration: a threshold is a point on their scale). Items a
     campaign drew by score or confidence are left out: they would bias the estimate (the head still trains on them)."""
+    qs = estimable_labels().filter(sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang)
+    if run_ids is not None:
+        qs = qs.filter(sentence_pair__run_id__in=run_ids)
     rows = list(
-        estimable_labels()
-        .filter(sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang)
-        .values_list(
+        qs.values_list(
             "sentence_pair__score",
             "verdict",
             "item__campaign_id",
@@ -204,11 +217,10 @@ def _report(rep) -> dict[str, Any]:
 def execute_calibrate(run: MiningRun, reporter) -> dict:
     """Fit every calibration method on the labels of the pair (cross-validated report of each), keep the chosen
     one (params.method, default 'head'), and register it as the next calibration version of the pair."""
-    method = run.params.get("method", "head")
-    if method not in METHOD_NAMES:
-        raise ValueError(f"unknown calibration method '{method}' (known: {', '.join(METHOD_NAMES)})")
+    p = CalibrateParams.from_stored(run.params)
+    method = p.method.value
     reporter.update(stage="labels", force=True)
-    data = labelled_pairs(src_lang=run.src_lang, tgt_lang=run.tgt_lang, campaign_id=run.params.get("campaign"))
+    data = labelled_pairs(src_lang=run.src_lang, tgt_lang=run.tgt_lang, campaign_id=p.campaign)
     if len(data.labels) < 20 or data.labels.all() or not data.labels.any():
         raise ValueError(
             f"{len(data.labels)} labels ({int(data.labels.sum())} GOOD) for {run.src_lang}-"
@@ -217,9 +229,7 @@ def execute_calibrate(run: MiningRun, reporter) -> dict:
     reporter.update(stage="cross-validate", force=True)
     t0 = time.perf_counter()
     methods = calibration_methods()
-    reports = compare_calibrators(
-        methods, data.u, data.phi, data.labels, k=5, seed=int(run.params.get("seed", 0)), sample_weight=data.weights
-    )
+    reports = compare_calibrators(methods, data.u, data.phi, data.labels, k=5, seed=p.seed, sample_weight=data.weights)
     model = methods[method]().fit(data.u, data.phi, data.labels, sample_weight=data.weights)
     run_record_timing(run=run, stage="fit", seconds=time.perf_counter() - t0)
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "calibration" / f"run-{run.pk}"
@@ -232,7 +242,7 @@ def execute_calibrate(run: MiningRun, reporter) -> dict:
         run=run,
         params={
             "method": method,
-            "campaign": run.params.get("campaign"),
+            "campaign": p.campaign,
             "encoder": data.encoder.pk if data.encoder else None,
             "phi": _phi_of(data.run_ids),
         },

@@ -16,15 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from annotation.models import Verdict
 from annotation.selectors import estimable_labels
 from mining.core.calibration.hardneg import review_training_pairs
+from mining.core.defaults import DEFAULT_K  # the before and after figures at a sentence run's default k
 from mining.models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
+from mining.params import FineTuneParams
+from mining.selectors import samples
 from mining.services.encoders import load_encoder
 from mining.services.evaluation import bucc_from_corpus, gold_pairs_of
-from mining.services.params import SentenceRunParams
 from mining.services.progress import ProgressReporter
 from mining.services.runs import run_record_timing
 from mining.services.training_runs import artefact_create
@@ -32,9 +34,6 @@ from mining.services.training_runs import artefact_create
 if TYPE_CHECKING:
     from mining.core.encoders.dan_finetune import FineTuneConfig
     from mining.core.evaluation_report import EvaluationReport
-
-# Before and after figures at the margin neighbourhood a sentence run uses by default.
-DEFAULT_K = SentenceRunParams().k
 
 FINE_TUNE_PARAMS = {
     "campaign",
@@ -91,7 +90,7 @@ def review_pairs(
         votes[pair_id] += 1 if verdict == Verdict.GOOD else -1
         info[pair_id] = (run_id, score, src, tgt, s_corpus, t_corpus)
     decided = [pid for pid, v in votes.items() if v != 0]
-    cut = _run_quantiles({info[pid][0] for pid in decided}, hard_quantile)
+    cut = samples.score_quantiles(run_ids={info[pid][0] for pid in decided}, q=hard_quantile)
     positives: list[tuple[str, str]] = []
     hard: list[tuple[str, str]] = []
     by_run: dict[int, list[int]] = defaultdict(list)
@@ -105,19 +104,6 @@ def review_pairs(
         hard += [info[pids[i]][2:4] for i in neg]
     corpora = frozenset(c for pid in decided for c in info[pid][4:6])
     return ReviewPairs(positives, hard, len(decided), corpora)
-
-
-def _run_quantiles(run_ids: set[int], q: float) -> dict[int, float]:
-    """The q-quantile of each run's candidate scores, computed in the database."""
-    if not run_ids:
-        return {}
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT run_id, percentile_cont(%s) WITHIN GROUP (ORDER BY score) "
-            "FROM mining_sentencepaircandidate WHERE run_id = ANY(%s) GROUP BY run_id",
-            [q, list(run_ids)],
-        )
-        return {run_id: float(value) for run_id, value in cur.fetchall()}
 
 
 def _figures(report: EvaluationReport) -> dict[str, Any]:
@@ -162,16 +148,16 @@ def execute_fine_tune(run: MiningRun, reporter: ProgressReporter) -> dict:
     from mining.core.encoders.dan_finetune import FineTuneConfig, fine_tune_dan
     from mining.core.evaluation_report import evaluate_encoder
 
-    params = dict(run.params)
+    p = FineTuneParams.from_stored(run.params)
     base = run.encoder
-    eval_corpus = check_fine_tune(base=base, src_lang=run.src_lang, tgt_lang=run.tgt_lang, params=params)
-    seed = int(params.get("seed", 0))
+    eval_corpus = check_fine_tune(base=base, src_lang=run.src_lang, tgt_lang=run.tgt_lang, params=p.to_dict())
+    seed = p.seed
     reporter.update(stage="labels", force=True)
     data = review_pairs(
         src_lang=run.src_lang,
         tgt_lang=run.tgt_lang,
-        campaign_id=params.get("campaign"),
-        hard_quantile=float(params.get("hard_quantile", 0.5)),
+        campaign_id=p.campaign,
+        hard_quantile=p.hard_quantile,
     )
     if eval_corpus.pk in data.corpus_ids or eval_corpus.pk == base.trained_on_id:
         raise ValueError(
@@ -187,18 +173,16 @@ def execute_fine_tune(run: MiningRun, reporter: ProgressReporter) -> dict:
         eval_corpus,
         run.src_lang,
         run.tgt_lang,
-        parallel_share=float(params.get("eval_share", 0.2)),
-        n_gold=params.get("eval_gold"),
-        min_words=int(params.get("eval_min_words", 5)),
+        parallel_share=p.eval_share,
+        n_gold=p.eval_gold,
+        min_words=p.eval_min_words,
         seed=seed,
     )
     if len(bucc.gold) < 2:
         raise ValueError(f"the evaluation corpus '{eval_corpus}' gives {len(bucc.gold)} gold pairs; need at least 2")
-    replay = _replay_pairs(base, run.src_lang, run.tgt_lang, int(params.get("replay", 5000)), seed)
+    replay = _replay_pairs(base, run.src_lang, run.tgt_lang, p.replay, seed)
     encoder = load_encoder(base)
-    config = FineTuneConfig(
-        **{k: params[k] for k in ("epochs", "lr", "emb_lr", "validation_share") if k in params}, seed=seed
-    )
+    config = FineTuneConfig(**p.config_overrides(), seed=seed)
     reporter.update(stage="fine-tune", done=0, force=True)
     t0 = time.perf_counter()
     result = fine_tune_dan(

@@ -54,6 +54,8 @@ class RunExportApi(APIView):
         download = export_download(run=_run(pk), rule=_rule(d), fmt=ExportFormat(d["fmt"]), side=d["side"])
         response = StreamingHttpResponse(download.chunks, content_type=download.content_type)
         response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
+        if download.statement:
+            response["X-Pcapp-Threshold"] = download.statement
         return response
 
     @extend_schema(request=ExportIn, responses={202: ExportFileOut})

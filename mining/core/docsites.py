@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .docembed import Documents
-from .docrun import DocMatchConfig, DocumentMatch
 from .enums import SiteScope as SiteScope  # the run parameters and services name it here
 from .urlsignals import UrlPairs, url_pairs
+
+if TYPE_CHECKING:  # the matching modules load torch: they are imported where a group is matched
+    from .docembed import Documents
+    from .docrun import DocMatchConfig, DocumentMatch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +72,8 @@ def pack_groups(groups: Sequence[Group], max_docs: int) -> list[list[int]]:
 
 def _subset(docs: Documents, rows: np.ndarray) -> Documents:
     """The documents `rows` of a side (their sentences and embedding rows), in that order."""
+    from .docembed import Documents
+
     starts, stops = docs.offsets[rows], docs.offsets[rows + 1]
     lengths = stops - starts
     idx = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(int(lengths.sum()))
@@ -79,7 +83,7 @@ def _subset(docs: Documents, rows: np.ndarray) -> Documents:
     return Documents(offsets, sentences, emb)
 
 
-Matcher = Callable[[Documents, Documents, DocMatchConfig, "UrlPairs | None"], DocumentMatch]
+Matcher = Callable[["Documents", "Documents", "DocMatchConfig", "UrlPairs | None"], "DocumentMatch"]
 
 
 def match_groups(
@@ -119,6 +123,8 @@ def match_groups(
 def combine_matches(parts: Sequence[tuple[Group, DocumentMatch]], n_src: int, ranked: int) -> DocumentMatch:
     """Per-group results (indices local to their group) as one result over the whole sides, by score descending;
     sources in no group rank nothing (-1)."""
+    from .docrun import DocumentMatch
+
     ranked_all = np.full((n_src, ranked), -1, np.int64)
     cols: dict[str, list[np.ndarray]] = {"src": [], "tgt": [], "cosine": [], "score": [], "reason": []}
     evidence: list[dict[str, Any]] = []

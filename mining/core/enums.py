@@ -62,3 +62,11 @@ class FilterReason(enum.Enum):
     TOO_LONG = "too_long"
     LENGTH_RATIO = "length_ratio"
     TOKEN_OVERLAP = "token_overlap"
+
+
+class IndexStore(enum.Enum):
+    """How a sentence run stores its index shards: float32 rows (flat), compressed codes (pq), or chosen by size."""
+
+    AUTO = "auto"
+    FLAT = "flat"
+    PQ = "pq"

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mining.core.defaults import DEFAULT_K
+
 from .candidates import Strategy, mine_candidates
 from .knn import knn_both_ways, knn_exact
 from .margin import Margin
@@ -223,14 +225,14 @@ class MiningScore:
     recall: float
     f1: float
     n_candidates: int
-    k: int = 4
+    k: int = DEFAULT_K
 
 
 def score_configurations(
     knn: KnnResult,
     gold: np.ndarray,
     *,
-    k: int = 4,
+    k: int = DEFAULT_K,
     margins: Sequence[Margin] = tuple(Margin),
     strategies: Sequence[Strategy] = tuple(Strategy),
 ) -> list[MiningScore]:

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from mining.core.defaults import DEFAULT_K
 from mining.core.encoders.adapter import AdapterConfig, AdapterModel, train_adapter
 from mining.core.encoders.base import Progress
 from mining.core.encoders.dan import DanConfig, DanEncoder
@@ -74,7 +75,7 @@ class SelfTrainConfig:
     """
 
     rounds: int = 3
-    k: int = 4
+    k: int = DEFAULT_K
     margin: Margin = Margin.RATIO
     min_precision: float = 0.95
     fallback_share: float = 0.5
@@ -113,7 +114,7 @@ class RoundStats:
     mean_margin: float
     agreement: float | None
     rule: str
-    validation_p_at_1: tuple[float, ...] = ()
+    held_out_margin: tuple[float, ...] = ()  # the adapter's epoch score: mean margin of held-out pseudo-pairs
     best_epoch: int | None = None
     report: dict = field(default_factory=dict)
 
@@ -132,7 +133,7 @@ class RoundStats:
             "mean_margin": r(self.mean_margin),
             "agreement": r(self.agreement),
             "rule": self.rule,
-            "validation_p_at_1": [round(x, 4) for x in self.validation_p_at_1],
+            "held_out_margin": [round(x, 4) for x in self.held_out_margin],
             "best_epoch": self.best_epoch,
             "report": self.report,
         }
@@ -369,7 +370,7 @@ def _stats(
         mean_margin=float(pairs.score.mean()) if len(pairs.score) else float("nan"),
         agreement=agreement,
         rule=pairs.rule,
-        validation_p_at_1=tuple(model.history) if model is not None else (),
+        held_out_margin=tuple(model.history) if model is not None else (),
         best_epoch=model.best_epoch if model is not None else None,
         report=report,
     )

@@ -10,6 +10,7 @@ import numpy as np
 
 from mining.core.candidates import Strategy, mine_candidates
 from mining.core.default_threshold import MIN_CANDIDATES, null_posteriors
+from mining.core.defaults import DEFAULT_K
 from mining.core.knn import knn_both_ways
 from mining.core.margin import Margin
 from mining.core.types import Direction
@@ -44,7 +45,7 @@ def confident_pairs(
     src: np.ndarray,
     tgt: np.ndarray,
     *,
-    k: int = 4,
+    k: int = DEFAULT_K,
     margin: Margin = Margin.RATIO,
     min_precision: float = 0.95,
     fallback_share: float = 0.5,

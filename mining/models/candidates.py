@@ -9,7 +9,14 @@ from django.db import models
 
 
 class SentencePairCandidate(models.Model):
-    """A candidate translation pair found by a run, with the evidence for its score."""
+    """A candidate translation pair found by a run, with the evidence for its score.
+
+    The review app depends on this table below the ORM: its migration 0004 installs triggers on it
+    (``sentence_pairs_deleted``, ``sentence_pairs_truncated``, ``sentence_pair_id_changed``) that stand in for the
+    foreign keys of labels and campaign items. Renaming the table or its ``id`` needs an annotation migration that
+    re-creates them (tests/annotation/test_candidate_guard.py pins them to this model's table). The apps above read
+    the table through mining's models and ``mining.selectors.samples``, never by naming it in SQL.
+    """
 
     run = models.ForeignKey("mining.MiningRun", on_delete=models.CASCADE, related_name="sentence_pairs", db_index=False)
     src = models.ForeignKey("mining.Sentence", on_delete=models.CASCADE, related_name="+", db_index=False)

@@ -72,6 +72,16 @@ class Job(models.Model):
         )
 
     @property
+    def state(self) -> str:
+        """The status as the user should read it: "stalled" for a running job whose worker stopped renewing its
+        lease, else the status."""
+        return "stalled" if self.is_stalled else self.status
+
+    @property
+    def state_display(self) -> str:
+        return "Stalled" if self.is_stalled else self.get_status_display()  # type: ignore[attr-defined]
+
+    @property
     def can_cancel(self) -> bool:
         return not self.is_finished
 

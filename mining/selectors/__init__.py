@@ -1,9 +1,9 @@
 """Reads of the mining app: run progress, candidate lists, score histograms, run comparison, the dashboard.
 
 Every function here reads only; each list is a fixed number of queries whatever the table size. Modules: `runs`
-(progress bars, run lists, the threshold that keeps a run's candidates), `corpora`, `candidates` (kept filter,
-labels, querysets, pages, pre-filter tallies, score histogram), `labels` (the label model the app above provides),
-`compare` (two runs side by side), `dashboard`.
+(progress bars, run lists), `thresholds` (the threshold that keeps a run's pairs and the scale it is on),
+`corpora`, `candidates` (kept filter, labels, querysets, pages, pre-filter tallies, score histogram), `labels` (the
+label model the app above provides), `compare` (two runs side by side), `dashboard`.
 """
 
 from .candidates import (
@@ -24,17 +24,8 @@ from .compare import RunComparison, run_compare
 from .corpora import corpus_detail, corpus_list
 from .dashboard import dashboard_data
 from .labels import label_model, provide_label_model
-from .runs import (
-    JobBar,
-    RunProgress,
-    RunThreshold,
-    job_bar,
-    run_get,
-    run_list,
-    run_progress,
-    run_threshold,
-    run_threshold_info,
-)
+from .runs import JobBar, RunProgress, job_bar, run_get, run_list, run_progress
+from .thresholds import RunThreshold, ThresholdInfo, run_threshold, run_threshold_info, scale_key
 
 __all__ = [
     "BAD",
@@ -45,6 +36,7 @@ __all__ = [
     "RunProgress",
     "RunThreshold",
     "ScoreHistogram",
+    "ThresholdInfo",
     "annotate_labels",
     "candidate_model",
     "candidate_page",
@@ -64,5 +56,6 @@ __all__ = [
     "run_progress",
     "run_threshold",
     "run_threshold_info",
+    "scale_key",
     "score_histogram",
 ]

@@ -1,14 +1,14 @@
-"""Reads of a mining run: its progress bar, progress, the run lists, and the threshold that keeps its candidates."""
+"""Reads of a mining run: its progress bar, progress and the run lists (its threshold: `thresholds`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
 
-from ..models import JobStatus, LanguagePairSetting, MiningRun, RunKind
+from ..models import JobStatus, MiningRun
 from ..words import readable
 
 
@@ -96,34 +96,3 @@ def run_list(*, limit: int = 50, kinds: tuple[str, ...] | None = None, status: s
     if status is not None:
         qs = qs.filter(status=status)
     return list(qs[:limit])
-
-
-@dataclass(frozen=True)
-class RunThreshold:
-    """The score threshold that decides which of a run's candidates are kept, and where it comes from."""
-
-    value: float | None
-    source: str  # "run" (its parameters), "calibrated" (the language pair's stored threshold), "default", "none"
-    detail: dict = field(default_factory=dict)
-
-
-def run_threshold_info(run: MiningRun) -> RunThreshold:
-    """The run's own threshold if it was started with one; else the threshold stored for its language pair from
-    calibration; else the label-free default estimated from the run's scores (with its method, estimated precision
-    and assumption); else none (every candidate is kept)."""
-    # The pair's setting is read whatever the run's parameters, so that every results page makes the same queries.
-    setting = LanguagePairSetting.objects.filter(src_lang=run.src_lang, tgt_lang=run.tgt_lang).first()
-    value = (run.params or {}).get("threshold")
-    if value is not None:
-        return RunThreshold(float(value), "run")
-    if run.kind == RunKind.SENTENCE and setting is not None and setting.threshold is not None:
-        return RunThreshold(float(setting.threshold), "calibrated", {"target_precision": setting.target_precision})
-    default = (run.stats or {}).get("default_threshold") or {}
-    if default.get("threshold") is not None:
-        return RunThreshold(float(default["threshold"]), "default", default)
-    return RunThreshold(None, "none", default)
-
-
-def run_threshold(run: MiningRun) -> float | None:
-    """The threshold that keeps a run's candidates (None keeps every candidate): see `run_threshold_info`."""
-    return run_threshold_info(run).value

@@ -11,6 +11,7 @@ from django.db import transaction
 from ..core.align import AlignConfig, align, sentence_pairs
 from ..db.bulk import copy_rows
 from ..models import DocumentPairCandidate, MiningRun, RunKind, SentencePairCandidate
+from ..params import AlignRunParams
 from .document_runs import DocSide, doc_side, embed_doc_side
 from .encoders import encoder_default
 from .progress import ProgressReporter
@@ -18,16 +19,18 @@ from .runs import run_record_timing
 
 
 def execute_align_run(run: MiningRun, reporter: ProgressReporter) -> dict:
-    """Align the sentences of the parent document run's pairs scoring >= params.threshold (all when unset)."""
+    """Align the sentences of the parent document run's pairs scoring >= params.doc_threshold (all when unset); the
+    languages and corpora are the parent's."""
     parent = run.parent
     if parent is None or parent.kind != RunKind.DOCUMENT:
         raise ValueError("an alignment run needs a document-matching run as its parent")
     if run.encoder is None:
         MiningRun.objects.filter(pk=run.pk).update(encoder=parent.encoder or encoder_default())
         run.refresh_from_db()
+    params = AlignRunParams.from_stored(run.params)
     pairs = DocumentPairCandidate.objects.filter(run=parent)
-    if run.params.get("threshold") is not None:
-        pairs = pairs.filter(score__gte=float(run.params["threshold"]))
+    if params.doc_threshold is not None:
+        pairs = pairs.filter(score__gte=params.doc_threshold)
     pairs = list(pairs.order_by("rank").values_list("id", "src_id", "tgt_id"))
     src = doc_side(parent.src_corpus, parent.src_lang)
     tgt = doc_side(parent.tgt_corpus, parent.tgt_lang)

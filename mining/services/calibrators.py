@@ -11,10 +11,12 @@ from typing import Any
 import numpy as np
 from django.db import connection, transaction
 
+from mining.core.files import atomic_path
+
 from ..models import Artefact, ArtefactKind, LanguagePairSetting, MiningRun, SentencePairCandidate
+from ..params import ApplyCalibrationParams, SentenceRunParams
 from .embeddings import embed_side, side_sentences
 from .encoders import artefact_path, load_encoder
-from .params import SentenceRunParams
 
 METHOD_NAMES = ("head", "platt", "isotonic")
 """The calibration methods, in the order the calibration page offers them."""
@@ -54,9 +56,8 @@ def save_calibrator(model: Any, method: str, path: Path) -> None:
     """Write a fitted calibrator atomically (temporary file, then rename)."""
     import torch
 
-    tmp = path.with_suffix(".tmp")
-    torch.save({"method": method, "state": model.state_dict()}, tmp)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        torch.save({"method": method, "state": model.state_dict()}, tmp)
 
 
 def load_calibrator(artefact: Artefact) -> Any:
@@ -70,7 +71,9 @@ def load_calibrator(artefact: Artefact) -> Any:
 def execute_apply_calibration(run: MiningRun, reporter) -> dict:
     """Recompute the calibrated confidence of every candidate of the parent run with params.calibration."""
     target = run.parent
-    artefact = Artefact.objects.get(pk=run.params["calibration"], kind=ArtefactKind.CALIBRATION)
+    artefact = Artefact.objects.get(
+        pk=ApplyCalibrationParams.from_stored(run.params).calibration, kind=ArtefactKind.CALIBRATION
+    )
     reporter.update(stage="apply", force=True)
     n = calibration_apply(run=target, artefact=artefact)
     return {"candidates": n}
@@ -122,16 +125,21 @@ def threshold_apply(
     *,
     src_lang: str,
     tgt_lang: str,
+    scale_key: str,
     threshold: float,
     target_precision: float | None,
     estimated_precision: float | None,
     calibration: Artefact | None,
     user: Any,
 ) -> LanguagePairSetting:
-    """Store the threshold chosen for a language pair."""
+    """Store the threshold chosen for a language pair on one scoring configuration (`scale_key`, see
+    mining.selectors.thresholds): it applies to the pair's runs of that key only."""
+    if not scale_key:
+        raise ValueError("a threshold is stored for a scoring configuration (scale key); none given")
     setting, _ = LanguagePairSetting.objects.update_or_create(
         src_lang=src_lang,
         tgt_lang=tgt_lang,
+        scale_key=scale_key,
         defaults={
             "threshold": threshold,
             "target_precision": target_precision,

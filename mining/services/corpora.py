@@ -202,17 +202,14 @@ def corpus_delete(*, corpus: Corpus, batch: int = DELETE_BATCH) -> CorpusDeletio
     _referrers_delete(Sentence, f"SELECT id FROM {sentences} WHERE corpus_id = %s", [pk], own)
     _referrers_delete(Document, f"SELECT id FROM {documents} WHERE corpus_id = %s", [pk], own)
     clock.lap("rows of other tables")
-    # Candidates of runs on other corpora cannot point at these sentences (a run reads its own corpora), but if one
-    # did, its row goes with the sentence rather than stopping the deletion: each probe is one index lookup.
-    for table, model in ((sentences, SentencePairCandidate), (documents, DocumentPairCandidate)):
-        cand = model._meta.db_table
-        first = (f"DELETE FROM {cand} WHERE src_id = ANY(%s)", f"DELETE FROM {cand} WHERE tgt_id = ANY(%s)")
-        rows = Sentence if table == sentences else Document
+    # No candidate points at these sentences or documents now (a run reads only its own corpora, and the corpus's
+    # runs went first); each deleted row's foreign-key checks are index probes (sent_cand_src and the like).
+    for table, rows in ((sentences, Sentence), (documents, Document)):
         for lang in sorted(set(rows.objects.filter(corpus_id=pk).values_list("lang", flat=True))):
             # (corpus, lang, id): the index each batch starts from
-            _keyset_delete(table, "corpus_id = %s AND lang = %s", [pk, lang], batch=batch, first=first)
+            _keyset_delete(table, "corpus_id = %s AND lang = %s", [pk, lang], batch=batch)
         if rows.objects.filter(corpus_id=pk).exists():  # a language added meanwhile (no import may start now)
-            _keyset_delete(table, "corpus_id = %s", [pk], batch=batch, first=first)
+            _keyset_delete(table, "corpus_id = %s", [pk], batch=batch)
         clock.lap(table)
     with transaction.atomic():
         Corpus.objects.filter(pk=pk).delete()  # imports are kept, unlinked

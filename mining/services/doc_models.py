@@ -17,6 +17,7 @@ from ..core.docembed import DocumentBow, Documents, document_bow_config, train_d
 from ..core.docmatch import HideConfig, HideModel, HideValidation, train_hide
 from ..core.encoders.dan import DanConfig
 from ..models import ArtefactKind, MiningRun
+from ..params import TrainDocModelParams
 from .document_runs import DocSide, doc_side, embed_doc_side, gold_doc_pairs
 from .encoders import encoder_default
 from .progress import ProgressReporter
@@ -45,9 +46,7 @@ HIDE_VALIDATION_MIN_PAIRS = 20
 def execute_train_doc_model(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Train a document model (params.model: "hide", the default, or "bow") on the corpus's gold document pairs
     between run.src_lang and run.tgt_lang; store it as the next version of that document-model artefact."""
-    name = run.params.get("model", "hide")
-    if name not in DOC_MODELS:
-        raise ValueError(f"unknown document model '{name}' (known: {', '.join(DOC_MODELS)})")
+    name = TrainDocModelParams.from_stored(run.params).model.value
     if name == "hide" and run.encoder is None:
         MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
         run.refresh_from_db()
@@ -91,9 +90,10 @@ def _train_hide(
     reporter.update(stage="embed", force=True)
     s_emb = embed_doc_side(run, run.src_corpus, run.src_lang, src, reporter)
     t_emb = embed_doc_side(run, run.src_corpus, run.tgt_lang, tgt, reporter)
-    seed = int(run.params.get("seed", 0))
-    share = float(run.params.get("validation", HIDE_VALIDATION_SHARE))
-    asked = "validation" in run.params  # an explicit share applies at any size
+    p = TrainDocModelParams.from_stored(run.params)
+    seed = p.seed
+    share = HIDE_VALIDATION_SHARE if p.validation is None else p.validation
+    asked = p.validation is not None  # an explicit share applies at any size
     n_val = int(round(share * len(gold))) if asked or len(gold) >= HIDE_VALIDATION_MIN_PAIRS else 0
     if n_val < 2 or len(gold) - n_val < 2:  # P@1 over one document, or training on one pair, means nothing
         n_val = 0
@@ -106,8 +106,7 @@ def _train_hide(
         vs, vs_off = select_docs(s_emb, src.offsets, [g[0] for g in held])
         vt, vt_off = select_docs(t_emb, tgt.offsets, [g[1] for g in held])
         validation = HideValidation(vs, vs_off, vt, vt_off)
-    known = {f for f in HideConfig.__dataclass_fields__}
-    cfg = HideConfig(**{k: (tuple(v) if k == "hidden" else v) for k, v in run.params.items() if k in known})
+    cfg = HideConfig(**{k: (tuple(v) if k == "hidden" else v) for k, v in p.settings.items()})
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
     model = train_hide(
@@ -125,8 +124,8 @@ def _train_bow(
     DanConfig fields in run.params override `document_bow_config()`'s."""
     s_texts = Documents(src.offsets, src.texts).texts()
     t_texts = Documents(tgt.offsets, tgt.texts).texts()
-    known = {f.name for f in dataclasses.fields(DanConfig)}
-    cfg = document_bow_config(**{k: v for k, v in run.params.items() if k in known})
+    p = TrainDocModelParams.from_stored(run.params)
+    cfg = document_bow_config(**p.settings)
     reporter.update(stage="train", done=0, force=True)
     t0 = time.perf_counter()
     model = train_document_bow(
@@ -135,7 +134,7 @@ def _train_bow(
         run.src_lang,
         run.tgt_lang,
         cfg,
-        int(run.params.get("seed", 0)),
+        p.seed,
         progress=reporter.progress,
         threads=settings.PCAPP_COMPUTE_THREADS,
     )

@@ -7,7 +7,6 @@ saves.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -41,36 +40,35 @@ from ..models import (
     MiningRun,
     Sentence,
 )
+from ..params import DocumentRunParams
 from .embeddings import embed_side
 from .encoders import artefact_path, encoder_default, load_encoder
-from .params import DocumentRunParams
 from .progress import ProgressReporter
 from .runs import run_record_timing
 from .vote_calibration import vote_calibration
 
 
-def document_run_params(params: dict) -> dict:
-    """A document run's parameters, checked and typed by DocumentRunParams (method a `DocMethod`, margin a `Margin`,
-    ...), as a dict of field -> value; ParamsError (a ValueError) names each bad parameter."""
-    p = DocumentRunParams.from_stored(params)
-    return {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
+def document_run_params(params: dict) -> DocumentRunParams:
+    """A document run's stored parameters, checked and typed (method a `DocMethod`, margin a `Margin`, ...);
+    ParamsError (a ValueError) names each bad parameter."""
+    return DocumentRunParams.from_stored(params)
 
 
-def match_config(p: dict, *, prefilter: PrefilterThresholds = DEFAULT_THRESHOLDS) -> DocMatchConfig:
+def match_config(p: DocumentRunParams, *, prefilter: PrefilterThresholds = DEFAULT_THRESHOLDS) -> DocMatchConfig:
     """The core's settings from `document_run_params`' output."""
     return DocMatchConfig(
-        k=p["k"],
-        margin=p["margin"],
-        strategy=p["strategy"],
-        threshold=p["threshold"],
-        neighbours=p["neighbours"],
-        w1=p["w1"],
-        w2=p["w2"],
-        vote_form=p["vote_form"],
-        top_n=p["top_n"],
-        rerank_weight=DEFAULT_RERANK_WEIGHT if p["rerank_weight"] is None else p["rerank_weight"],
-        url_weight=DEFAULT_URL_WEIGHT if p["url_weight"] is None else p["url_weight"],
-        prefilter=prefilter if p["prefilter"] else None,
+        k=p.k,
+        margin=p.margin,
+        strategy=p.strategy,
+        threshold=p.threshold,
+        neighbours=p.neighbours,
+        w1=p.w1,
+        w2=p.w2,
+        vote_form=p.vote_form,
+        top_n=p.top_n,
+        rerank_weight=DEFAULT_RERANK_WEIGHT if p.rerank_weight is None else p.rerank_weight,
+        url_weight=DEFAULT_URL_WEIGHT if p.url_weight is None else p.url_weight,
+        prefilter=prefilter if p.prefilter else None,
         ranked=3,
     )
 
@@ -163,7 +161,7 @@ def _doc_model_artefact(run: MiningRun, name: str, *, required: bool = True) -> 
     trained for the run's language pair (HiDE: over the run's sentence encoder). None when not `required`."""
     label = {"hide": "HiDE", "bow": "Document BoW"}[name]
     models = Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name=name).select_related("trained_on")
-    asked = run.params.get("doc_model")
+    asked = document_run_params(run.params).doc_model
     if asked:
         artefact = models.filter(pk=asked).first()
     else:
@@ -208,10 +206,10 @@ def _model_record(artefact: Artefact | None, run: MiningRun) -> dict:
     return record
 
 
-def _embedder_for(p: dict, run: MiningRun) -> tuple[DocumentEmbedder | None, Artefact | None]:
+def _embedder_for(p: DocumentRunParams, run: MiningRun) -> tuple[DocumentEmbedder | None, Artefact | None]:
     """The method's document embedder and its artefact: HiDE / BoW need theirs; RERANK retrieves with HiDE when the
     language pair has one over this encoder, else with Sentence-Avg."""
-    method = p["method"]
+    method = p.method
     if method.needs_model:
         artefact = _doc_model_artefact(run, method.value)
         return _load_doc_model(artefact), artefact
@@ -222,7 +220,7 @@ def _embedder_for(p: dict, run: MiningRun) -> tuple[DocumentEmbedder | None, Art
 
 
 def _gold_split(
-    run: MiningRun, p: dict, src: DocSide, tgt: DocSide, model: Artefact | None
+    run: MiningRun, p: DocumentRunParams, src: DocSide, tgt: DocSide, model: Artefact | None
 ) -> tuple[dict[int, int], dict[int, int], str]:
     """The corpus's gold document pairs as (learn, evaluate) dicts of source index -> target index, and a note.
 
@@ -241,8 +239,8 @@ def _gold_split(
     gold = list(dict(gold).items())  # one gold target per source document
     if not gold:
         return {}, {}, "no gold document pairs"
-    order = np.random.default_rng([p["seed"], 17]).permutation(len(gold))
-    n_learn = int(round(p["learn_share"] * len(gold)))
+    order = np.random.default_rng([p.seed, 17]).permutation(len(gold))
+    n_learn = int(round(p.learn_share * len(gold)))
     learn = dict(gold[i] for i in order[:n_learn])
     evaluate = dict(gold[i] for i in order[n_learn:])
     if _model_record(model, run).get("doc_model", {}).get("trained_on_this_corpus"):
@@ -253,7 +251,7 @@ def _gold_split(
 def execute_document_run(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Match documents of run.src_lang to documents of run.tgt_lang with the method in run.params."""
     p = document_run_params(run.params)
-    method = p["method"]
+    method = p.method
     if run.encoder is None and method.reads_sentence_embeddings:
         MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
         run.refresh_from_db()
@@ -312,7 +310,7 @@ def match(
     method: DocMethod,
     src: Documents,
     tgt: Documents,
-    p: dict,
+    p: DocumentRunParams,
     *,
     embedder: DocumentEmbedder | None = None,
     learn_from: dict[int, int] | None = None,
@@ -324,7 +322,7 @@ def match(
     features when both sides carry their texts, its thresholds and RERANK's vote weight learnt on `learn_from`
     (source index -> gold target index) where the run does not fix them."""
     stats = None
-    if p["prefilter"] and src.sentences is not None and tgt.sentences is not None:
+    if p.prefilter and src.sentences is not None and tgt.sentences is not None:
         stats = (document_stats(src.sentences, src.offsets), document_stats(tgt.sentences, tgt.offsets))
     return core_match(
         method,
@@ -334,7 +332,7 @@ def match(
         embedder=embedder,
         doc_stats=stats,
         learn_from=learn_from or {},
-        tune_weight=p["rerank_weight"] is None,
+        tune_weight=p.rerank_weight is None,
         confidence=confidence,
         f1_label=f1_label,
         urls=urls,
@@ -346,7 +344,7 @@ def write_doc_candidates(run: MiningRun, result: DocumentMatch, src: np.ndarray,
     """Replace the run's document candidates (rank 1 = best score); the result indexes the `src`/`tgt` document ids."""
     DocumentPairCandidate.objects.filter(run=run).delete()
     p = document_run_params(run.params)
-    strat = p["method"].value if p["method"].votes else p["strategy"].value  # the vote methods keep each best
+    strat = p.method.value if p.method.votes else p.strategy.value  # the vote methods keep each best
     return copy_rows(
         DocumentPairCandidate,
         ["run_id", "src_id", "tgt_id", "cosine", "score", "rank", "strategy", "filter_reason", "evidence"],

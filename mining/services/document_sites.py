@@ -33,6 +33,7 @@ from ..core.docmethod import DocMethod
 from ..core.docrun import DocMatchConfig, DocumentMatch, match_documents
 from ..core.docsites import Group, Matcher, SiteScope, match_groups, pack_groups, site_groups
 from ..models import Document, JobStatus, MiningRun, RunKind, RunShard
+from ..params import DocumentRunParams
 from .jobs import job_mark_failed, job_mark_finished, lease_seconds
 from .progress import JobCancelled, ProgressReporter
 from .shards.plan import load_npz, run_dir, save_npz, write_atomic
@@ -44,12 +45,11 @@ STAGES = ("plan", "match", "write")
 SITE_SHARD_TASK = "mining.site_shard"
 
 
-def run_scope(run: MiningRun, params: dict) -> SiteScope:
+def run_scope(run: MiningRun, params: DocumentRunParams) -> SiteScope:
     """The run's site scope: as set, else SITE when both corpora hold crawled pages (documents with a site), else
     ALL."""
-    scope = params.get("site_scope")
-    if scope is not None:
-        return SiteScope(scope)
+    if params.site_scope is not None:
+        return params.site_scope
     crawled = all(Document.objects.filter(corpus=c).exclude(site="").exists() for c in {run.src_corpus, run.tgt_corpus})
     return SiteScope.SITE if crawled else SiteScope.ALL
 
@@ -80,10 +80,10 @@ def _side_docs(corpus, lang: str, scope: SiteScope) -> tuple[np.ndarray, list[st
     return np.asarray([r[0] for r in rows], np.int64), [r[1] or "" for r in rows]
 
 
-def _stage_plan(run: MiningRun, p: dict, folder) -> dict:
+def _stage_plan(run: MiningRun, p: DocumentRunParams, folder) -> dict:
     from .encoders import encoder_default
 
-    if run.encoder is None and p["method"].reads_sentence_embeddings:
+    if run.encoder is None and p.method.reads_sentence_embeddings:
         MiningRun.objects.filter(pk=run.pk).update(encoder=encoder_default())
     scope = run_scope(run, p)
     s_ids, s_keys = _side_docs(run.src_corpus, run.src_lang, scope)
@@ -116,7 +116,7 @@ def _plan(folder) -> tuple[dict[str, np.ndarray], dict]:
     return load_npz(folder / "plan.npz"), json.loads((folder / "plan.json").read_text(encoding="utf-8"))
 
 
-def _stage_match(run: MiningRun, p: dict, folder, shard_no: int, check) -> dict:
+def _stage_match(run: MiningRun, p: DocumentRunParams, folder, shard_no: int, check) -> dict:
     from .document_runs import doc_side_of, doc_urls, embed_doc_side
 
     arrays, meta = _plan(folder)
@@ -129,7 +129,7 @@ def _stage_match(run: MiningRun, p: dict, folder, shard_no: int, check) -> dict:
     local = [Group(g.key, np.searchsorted(s_rows, g.src), np.searchsorted(t_rows, g.tgt)) for g in groups]
     check()
     s_emb = t_emb = None
-    if p["method"].reads_sentence_embeddings:
+    if p.method.reads_sentence_embeddings:
         variant = f"sites-{run_scope(run, p).value}-{shard_no:05d}"  # the same plan reuses its shards
         s_emb = embed_doc_side(run, run.src_corpus, run.src_lang, src, None, variant=variant)
         check()
@@ -137,7 +137,7 @@ def _stage_match(run: MiningRun, p: dict, folder, shard_no: int, check) -> dict:
         check()
     config, matcher = _group_matcher(run, p)
     urls = None
-    if p["method"] is DocMethod.RERANK and config.url_weight > 0:
+    if p.method is DocMethod.RERANK and config.url_weight > 0:
         (s_urls, s_langs), (t_urls, t_langs) = doc_urls(s_ids), doc_urls(t_ids)
         urls = (s_urls, t_urls, s_langs, t_langs)
     result = match_groups(src.documents(s_emb), tgt.documents(t_emb), local, config, matcher, urls=urls)
@@ -145,7 +145,7 @@ def _stage_match(run: MiningRun, p: dict, folder, shard_no: int, check) -> dict:
     return {"sites": len(groups), "pairs": len(result), "documents": int(len(s_ids) + len(t_ids)), **_numbers(result)}
 
 
-def _group_matcher(run: MiningRun, p: dict) -> tuple[DocMatchConfig, Matcher]:
+def _group_matcher(run: MiningRun, p: DocumentRunParams) -> tuple[DocMatchConfig, Matcher]:
     """The run's method on one site's two sides: its document model or Sentence-Avg, the pre-filter, and the vote's
     calibrated f1 on that site's sentences; nothing learnt from gold pairs (the run's set or default weights)."""
     from ..core.docfilter import document_stats
@@ -154,19 +154,19 @@ def _group_matcher(run: MiningRun, p: dict) -> tuple[DocMatchConfig, Matcher]:
 
     config = match_config(p)
     embedder, _ = _embedder_for(p, run)
-    uses_vote = p["method"] in (DocMethod.SENTENCE_VOTE, DocMethod.RERANK)
+    uses_vote = p.method in (DocMethod.SENTENCE_VOTE, DocMethod.RERANK)
     vote = vote_calibration(run) if uses_vote else None
 
     def matcher(src, tgt, cfg: DocMatchConfig, urls) -> DocumentMatch:
         stats = None
-        if p["prefilter"] and src.sentences is not None and tgt.sentences is not None:
+        if p.prefilter and src.sentences is not None and tgt.sentences is not None:
             stats = (document_stats(src.sentences, src.offsets), document_stats(tgt.sentences, tgt.offsets))
         confidence = None
         if vote is not None and vote.model is not None:
             s_emb, t_emb = src.emb, tgt.emb
             confidence = lambda sims, ids: vote.f1(s_emb, t_emb, sims, ids)  # noqa: E731
         return match_documents(
-            p["method"],
+            p.method,
             src,
             tgt,
             cfg,
@@ -201,7 +201,7 @@ def _save_result(base, result: DocumentMatch, s_ids: np.ndarray, t_ids: np.ndarr
     write_atomic(base.with_suffix(".json"), lambda tmp: tmp.write_text(payload, encoding="utf-8"))
 
 
-def _stage_write(run: MiningRun, p: dict, folder) -> dict:
+def _stage_write(run: MiningRun, p: DocumentRunParams, folder) -> dict:
     from .document_runs import gold_doc_pairs, write_doc_candidates
 
     arrays, meta = _plan(folder)
@@ -245,7 +245,7 @@ def _stage_write(run: MiningRun, p: dict, folder) -> dict:
         "candidates": written,
         "src_documents": int(len(s_ids)),
         "tgt_documents": int(len(t_ids)),
-        "method": p["method"].value,
+        "method": p.method.value,
         "site_scope": meta["scope"],
         "sites": len(meta["keys"]),
         "site_shards": len(meta["shards"]),

@@ -11,7 +11,6 @@ computed, so a run that reuses the cache and one that computed everything afresh
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 from django.conf import settings
+
+from mining.core.files import atomic_path
 
 from ..models import Artefact, Corpus, Sentence
 
@@ -128,7 +129,6 @@ def load_shard(path: Path, ids: np.ndarray) -> np.ndarray | None:
 def save_shard(path: Path, ids: np.ndarray, emb: np.ndarray) -> np.ndarray:
     """Store float32 embeddings as float16 (temp file, then an atomic rename); returns them as stored (float32)."""
     half = np.asarray(emb).astype(np.float16)
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, ids=ids, emb=half)
-    os.replace(tmp, path)
+    with atomic_path(path, suffix=".npz") as tmp:
+        np.savez(tmp, ids=ids, emb=half)
     return half.astype(np.float32)

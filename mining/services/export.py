@@ -9,6 +9,12 @@ URLs, score, rank, evidence, labels, and the aligned sentence pairs when an alig
 the aligned sentence pairs of its latest alignment run, or each document pair's two texts before any alignment, with
 the two documents' ids (TSV columns 8-9, TMX `x-src-doc` / `x-tgt-doc` / `x-doc-rank`).
 
+Every export says what it is (``export_statement``: the threshold it keeps at, the threshold's source and the precision
+stated for it with its interval, or why none is): TMX in its header's props (`x-threshold`, `x-threshold-source`,
+`x-precision`, `x-precision-low`, `x-precision-high`, `x-precision-reason`, `x-statement` as JSON), Parquet in its
+schema's metadata (key `pcapp`), the Moses zip in a `metadata.json` beside the three sides, a built TSV or JSONL file in
+`<file>.meta.json` beside it, and every streamed download in its `X-Pcapp-Threshold` response header.
+
 Rows are read with a server-side cursor in chunks, so a stream or a file of any size uses constant memory.
 Large sets are written by the `mining.export_run` task to PCAPP_DATA_DIR/exports/ (temporary file, then os.replace).
 """
@@ -19,7 +25,6 @@ import enum
 import hashlib
 import itertools
 import json
-import os
 import re
 import tempfile
 import zipfile
@@ -33,10 +38,13 @@ from django.conf import settings
 from django.db import models, transaction
 from django.db.models import QuerySet
 
+from mining.core.files import atomic_path, write_text_atomic
 from pcapp.celery import app as celery_app
 
 from ..models import MiningRun, RunKind, SentencePairCandidate
+from ..params import default_encoder_name
 from ..selectors import annotate_labels, kept_q, run_threshold
+from ..selectors.precision import statement_json, statement_line, threshold_statement
 from .export_documents import SENTENCE_ROW_FIELDS, DocumentKeep, bitext_rows, document_records
 from .export_parquet import write_parquet
 
@@ -69,6 +77,15 @@ class KeepRule:
 
     def as_dict(self) -> dict[str, Any]:
         return {"mode": self.mode.value, "threshold": self.threshold, "include_filtered": self.include_filtered}
+
+
+def export_statement(*, run: MiningRun, rule: KeepRule) -> dict[str, Any]:
+    """What the export keeps: the run's threshold statement (``selectors.precision.threshold_statement``) at the
+    threshold the rule keeps at, with the rule itself (a rule that keeps by labels alone uses no threshold)."""
+    statement = threshold_statement(run, threshold=rule.threshold)
+    if rule.mode is KeepMode.GOOD:
+        statement = {**statement, "reason": statement["reason"] or "kept by labels, not by the threshold"}
+    return {**statement, "run": run.pk, "keep": rule.as_dict()}
 
 
 def export_queryset(*, run: MiningRun, rule: KeepRule) -> QuerySet:
@@ -158,7 +175,23 @@ def _xml(text: str) -> str:
 
 
 def _encoder_name(run: MiningRun) -> str:
-    return str(run.encoder) if run.encoder_id else settings.PCAPP_DEFAULT_ENCODER
+    return str(run.encoder) if run.encoder_id else default_encoder_name()
+
+
+def _statement_props(statement: dict[str, Any]) -> str:
+    """The TMX header props of an export's statement."""
+    t = statement["threshold"]
+    props = [("x-threshold", "none" if t is None else f"{t:.6f}"), ("x-threshold-source", statement["source_label"])]
+    if statement["precision"] is not None:
+        props += [
+            ("x-precision", f"{statement['precision']:.4f}"),
+            ("x-precision-low", f"{statement['low']:.4f}"),
+            ("x-precision-high", f"{statement['high']:.4f}"),
+        ]
+    else:
+        props.append(("x-precision-reason", statement["reason"]))
+    props.append(("x-statement", statement_json(statement)))
+    return "".join(f'<prop type="{t}">{_xml(str(v))}</prop>' for t, v in props)
 
 
 def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
@@ -168,7 +201,8 @@ def _tmx(run: MiningRun, rule: KeepRule) -> Iterator[str]:
         f'<header creationtool="pcapp" creationtoolversion="1" segtype="sentence" o-tmf="pcapp" '
         f'adminlang="en" srclang={quoteattr(run.src_lang)} datatype="plaintext">\n'
         f'<prop type="x-run">{run.pk}</prop><prop type="x-encoder">{_xml(_encoder_name(run))}</prop>'
-        f'<prop type="x-keep">{_xml(json.dumps(rule.as_dict()))}</prop>\n</header>\n<body>\n'
+        f'<prop type="x-keep">{_xml(json.dumps(rule.as_dict()))}</prop>'
+        f"{_statement_props(export_statement(run=run, rule=rule))}\n</header>\n<body>\n"
     )
     for rank, s_id, t_id, src, tgt, score, cos, conf, reason, g, b, cal, doc, urls in export_rows(run, rule):
         props = [
@@ -236,7 +270,14 @@ def _jsonl(run: MiningRun, rule: KeepRule) -> Iterator[str]:
 def parquet_chunks(*, run: MiningRun, rule: KeepRule, chunk: int = 1 << 20) -> Iterator[bytes]:
     """The Parquet export as bytes: written to a temporary file (Parquet's footer comes last), then read back."""
     with tempfile.TemporaryFile() as fh:
-        write_parquet(export_rows(run, rule), fh, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang)
+        write_parquet(
+            export_rows(run, rule),
+            fh,
+            run_id=run.pk,
+            src_lang=run.src_lang,
+            tgt_lang=run.tgt_lang,
+            metadata=export_statement(run=run, rule=rule),
+        )
         fh.seek(0)
         while block := fh.read(chunk):
             yield block
@@ -280,6 +321,7 @@ class ExportDownload:
     chunks: Iterator[str]
     content_type: str
     filename: str
+    statement: str = ""  # the export's statement in one ASCII line (the X-Pcapp-Threshold header)
 
 
 def export_download(
@@ -290,6 +332,7 @@ def export_download(
         export_stream(run=run, rule=rule, fmt=fmt, side=side, header=header),
         CONTENT_TYPES[fmt],
         export_filename(run=run, rule=rule, fmt=fmt, side=side if fmt is ExportFormat.MOSES else None),
+        statement_line(export_statement(run=run, rule=rule)),
     )
 
 
@@ -333,18 +376,37 @@ def export_file_path(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, heade
 
 
 def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool = False) -> tuple[Path, int]:
-    """Write the export to its file (temporary name, then os.replace); returns (path, pairs written). `header`: a TSV
-    file starts with TSV_HEADER."""
+    """Write the export to its file (a temporary name beside it, then an atomic rename: `atomic_path`); returns (path,
+    pairs written). `header`: a TSV file starts with TSV_HEADER."""
     header = header and fmt is ExportFormat.TSV
     path = export_file_path(run=run, rule=rule, fmt=fmt, header=header)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
+    statement = export_statement(run=run, rule=rule)
+    with atomic_path(path) as tmp:
+        n = _write_export(tmp, run=run, rule=rule, fmt=fmt, header=header, statement=statement)
+    if fmt in (ExportFormat.TSV, ExportFormat.JSONL):
+        write_statement(path, statement)
+    return path, n
+
+
+def _write_export(
+    tmp: Path, *, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool, statement: dict[str, Any]
+) -> int:
+    """Write the export to `tmp` (the statement inside Parquet's metadata, the Moses zip's metadata.json); returns
+    the pairs written."""
     n = 0
     if fmt is ExportFormat.PARQUET:
         with tmp.open("wb") as fh:
-            n = write_parquet(export_rows(run, rule), fh, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang)
+            n = write_parquet(
+                export_rows(run, rule),
+                fh,
+                run_id=run.pk,
+                src_lang=run.src_lang,
+                tgt_lang=run.tgt_lang,
+                metadata=statement,
+            )
     elif fmt is ExportFormat.MOSES:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("metadata.json", statement_json(statement) + "\n")
             for side in MOSES_SIDES:
                 with zf.open(export_filename(run=run, rule=rule, fmt=fmt, side=side), "w") as fh:
                     n = 0
@@ -359,8 +421,19 @@ def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, head
         n -= 1 if header else 0
         if fmt is ExportFormat.TMX:
             n -= 3  # prologue, header and closing chunks
-    os.replace(tmp, path)
-    return path, n
+    return n
+
+
+def statement_path(path: Path) -> Path:
+    """The metadata file beside a TSV or JSONL export file."""
+    return path.with_name(path.name + ".meta.json")
+
+
+def write_statement(path: Path, statement: dict[str, Any]) -> Path:
+    """Write an export's statement to its metadata file (temporary name, then os.replace)."""
+    meta = statement_path(path)
+    write_text_atomic(meta, statement_json(statement) + "\n")
+    return meta
 
 
 def export_files(*, run: MiningRun) -> list[Path]:

@@ -37,14 +37,28 @@ def _schema(src_lang: str, tgt_lang: str):
     )
 
 
-def write_parquet(rows: Iterator[tuple], out: BinaryIO, *, run_id: int, src_lang: str, tgt_lang: str) -> int:
-    """Write export rows (`export._rows`' shape) to `out` as one Parquet file; returns the rows written."""
+def write_parquet(
+    rows: Iterator[tuple],
+    out: BinaryIO,
+    *,
+    run_id: int,
+    src_lang: str,
+    tgt_lang: str,
+    metadata: dict[str, Any] | None = None,
+) -> int:
+    """Write export rows (`export._rows`' shape) to `out` as one Parquet file; returns the rows written. `metadata`
+    (the export's statement: threshold, its source, the precision stated) goes into the schema's metadata as JSON
+    under the key `pcapp`."""
+    import json
+
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if src_lang == tgt_lang:  # a struct cannot have two fields of one name
         tgt_lang = f"{tgt_lang}_tgt"
     schema = _schema(src_lang, tgt_lang)
+    if metadata is not None:
+        schema = schema.with_metadata({b"pcapp": json.dumps(metadata, sort_keys=True).encode()})
     n = 0
     with pq.ParquetWriter(out, schema, compression="zstd") as writer:
         batch: list[dict[str, Any]] = []

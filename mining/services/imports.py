@@ -94,10 +94,15 @@ def import_job_create(
 IMPORT_TASK = "mining.import_corpus"  # mining.tasks.import_corpus_task, sent by name: tasks imports this module
 
 
+def send_import_task(job_id: int) -> None:
+    """Send an import job's task to the broker now; BrokerUnavailable marks the job failed."""
+    send_task_or_fail(name=IMPORT_TASK, job=ImportJob(pk=job_id), args=[job_id])
+
+
 def import_job_enqueue(*, job: ImportJob) -> None:
     """Run the job on a worker once the current transaction commits; when the broker cannot be reached the job is
     marked failed (saying so) and BrokerUnavailable is raised, so it is never left pending."""
-    transaction.on_commit(lambda: send_task_or_fail(name=IMPORT_TASK, job=job, args=[job.pk]))
+    transaction.on_commit(lambda: send_import_task(job.pk))
 
 
 def import_execute(*, job: ImportJob, task_id: str = "", helpers: int = 0) -> ImportJob:

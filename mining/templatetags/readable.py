@@ -9,11 +9,12 @@ from typing import Any
 from django import template
 
 from ..selectors import job_bar, run_threshold_info
-from ..words import ordered_timings, readable
+from ..words import ordered_timings, readable, shown
 
 register = template.Library()
 
 register.filter("readable", readable)
+register.filter("shown", shown)
 register.filter("ordered_timings", ordered_timings)
 
 
@@ -21,6 +22,15 @@ register.filter("ordered_timings", ordered_timings)
 def scalar(value: Any) -> bool:
     """True for values a page can print as they are (not dicts or lists)."""
     return not isinstance(value, dict | list | tuple)
+
+
+@register.filter
+def percent(value: Any) -> str:
+    """A share (0..1) as the pages print shares: a whole percent ("89 %"); "–" for none."""
+    try:
+        return f"{float(value) * 100:.0f} %"
+    except (TypeError, ValueError):
+        return "–"
 
 
 @register.filter
@@ -32,6 +42,16 @@ def finite(value: Any) -> bool:
         return False
 
 
+@register.filter
+def percent1(value: Any) -> str:
+    """A share in [0, 1] as a percentage with one decimal ('87.3 %': precision estimates and their intervals); ''
+    for no value."""
+    try:
+        return f"{100 * float(value):.1f} %"
+    except (TypeError, ValueError):
+        return ""
+
+
 @register.inclusion_tag("mining/_progress.html")
 def progress_bar(job: Any) -> dict[str, Any]:
     """A job's progress bar and its label (see mining.selectors.job_bar)."""
@@ -40,13 +60,9 @@ def progress_bar(job: Any) -> dict[str, Any]:
 
 @register.filter
 def threshold_words(run: Any) -> str:
-    """The threshold that keeps a run's pairs and where it comes from, in words (see run_threshold_info)."""
+    """The threshold that keeps a run's pairs and where it comes from, in words (see run_threshold_info): the run
+    page, the results page and the export page say the same."""
     info = run_threshold_info(run)
     if info.value is None:
-        return "none: every pair no pre-filter rejected"
-    where = {
-        "run": "the run's own",
-        "calibrated": f"stored for {run.src_lang}-{run.tgt_lang} on the calibration page",
-        "default": "the run's label-free default",
-    }.get(info.source, info.source)
-    return f"{info.value:.4f} ({where})"
+        return f"none: every pair no pre-filter rejected ({info.reason})"
+    return f"{info.value:.4f} ({info.reason})"

@@ -45,6 +45,8 @@ def streamed(download: ExportDownload) -> StreamingHttpResponse:
     """A streamed attachment of an export download."""
     response = StreamingHttpResponse(download.chunks, content_type=download.content_type)
     response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
+    if download.statement:
+        response["X-Pcapp-Threshold"] = download.statement
     return response
 
 

@@ -99,8 +99,16 @@ def _no_candidates(request: HttpRequest, run: MiningRun) -> HttpResponse:
 @run_results_required
 def run_compare_view(request: HttpRequest) -> HttpResponse:
     """Compare two runs: overlap of kept pairs and each one's precision on labelled pairs."""
-    runs = MiningRun.objects.select_related("src_corpus", "tgt_corpus").order_by("-created_at")[:200]
-    context: dict = {"runs": runs}
+    # Only runs that have pairs to compare (not calibration or training jobs); unchosen, the form offers the two
+    # newest, of one language pair when it can.
+    runs = list(
+        MiningRun.objects.filter(kind__in=CANDIDATE_KINDS)
+        .select_related("src_corpus", "tgt_corpus")
+        .order_by("-created_at")[:200]
+    )
+    first = runs[0] if runs else None
+    second = next((r for r in runs[1:] if (r.src_lang, r.tgt_lang) == (first.src_lang, first.tgt_lang)), None)
+    context: dict = {"runs": runs, "default_a": first, "default_b": second or (runs[1] if len(runs) > 1 else first)}
     a_id, b_id = request.GET.get("a"), request.GET.get("b")
     if a_id and b_id and a_id.isdigit() and b_id.isdigit():
         a, b = get_run_or_404(int(a_id)), get_run_or_404(int(b_id))

@@ -11,13 +11,14 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from pcapp.http import HtmxHttpRequest
 from pcapp.permissions import reviewer_required, staff_required
-from pcapp.roles import run_figures
+from pcapp.roles import can_see_run_results, run_figures
 
 from ..forms import RunStartForm
 from ..models import JobStatus, MiningRun, RunKind
-from ..selectors import run_get, run_list, run_progress
+from ..selectors import run_get, run_list, run_progress, scale_key
+from ..selectors.precision import run_label_count, threshold_statement
 from ..services.export import export_files
-from ..services.runs import BrokerUnavailable, run_cancel, run_create, run_delete, run_retry
+from ..services.runs import BrokerUnavailable, RunStartError, run_cancel, run_create, run_delete, run_retry
 
 
 def get_run_or_404(pk: int) -> MiningRun:
@@ -35,12 +36,16 @@ def run_start(request: HtmxHttpRequest) -> HttpResponse:
 
     Picking a corpus re-renders the form (htmx GET with the current values) to offer only its languages.
     """
-    initial = {k: v for k, v in request.GET.items() if k in RunStartForm.base_fields}
+    initial = dict(request.GET.items())  # preselections (a corpus, a kind, the parent run); the form reads its own
     form = RunStartForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             run = run_create(user=request.user, **form.run_kwargs())
             messages.success(request, f"Run {run.pk} queued.")
+        except RunStartError as exc:  # the form checked the same rules: only a change meanwhile gets here
+            for name, message in exc.errors.items():
+                form.add_error(name if name in form.fields else None, message)
+            return render(request, "mining/run_start.html", {"form": form})
         except BrokerUnavailable as exc:  # the run was created and marked failed: its page says why
             messages.error(request, str(exc))
             run = MiningRun.objects.filter(created_by=request.user).order_by("-pk").first()
@@ -69,7 +74,20 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def _detail_context(request: HttpRequest, run: MiningRun) -> dict:
     """The run page's context; parameters and stats as the user may see them (reviewers: no score figures)."""
     params, stats = run_figures(request.user, run.params, run.stats)
-    return {"run": run, "progress": run_progress(run=run), "params": params, "stats": stats}
+    context = {
+        "run": run,
+        "progress": run_progress(run=run),
+        "params": params,
+        "stats": stats,
+        # the threshold and its scale as the results page states them (one resolver), for those who may see scores
+        "show_threshold": can_see_run_results(request.user),
+        "scale_key": scale_key(run),
+    }
+    if can_see_run_results(request.user) and run.kind == RunKind.SENTENCE and run.status == JobStatus.SUCCEEDED:
+        # the threshold, its source and the precision stated for it: score-derived, so staff's only
+        context["statement"] = threshold_statement(run)
+        context["run_labels"] = run_label_count(run)
+    return context
 
 
 @require_GET

@@ -13,8 +13,9 @@ from annotation.services import ReviewError, campaign_create, confidence_thresho
 from annotation.spec import CampaignSpec
 from feedback.services.calibration import threshold_labels
 from mining.models import LanguagePairSetting, SentencePairCandidate
+from mining.selectors import scale_key
 from pcapp.roles import reviewers_group
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +29,9 @@ def calibrated_run(threshold: float | None = 1.45):
     for cand in SentencePairCandidate.objects.filter(run=run):
         SentencePairCandidate.objects.filter(pk=cand.pk).update(confidence=CONFIDENCES[cand.rank - 1])
     if threshold is not None:
-        LanguagePairSetting.objects.create(src_lang=run.src_lang, tgt_lang=run.tgt_lang, threshold=threshold)
+        LanguagePairSetting.objects.create(
+            src_lang=run.src_lang, tgt_lang=run.tgt_lang, scale_key=scale_key(run), threshold=threshold
+        )
     return run
 
 

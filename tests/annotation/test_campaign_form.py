@@ -9,8 +9,7 @@ from django.urls import reverse
 from annotation.models import Campaign, CampaignItem
 from mining.models import SentencePairCandidate
 from pcapp.roles import reviewers_group
-from tests.factories.mining import SentenceFactory
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import SentenceFactory, make_run
 
 
 def _run_with_evidence():

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import Campaign, CampaignItem
 from annotation.spec import DEFAULT_GUIDELINES, DEFAULTS, CampaignSpec, CampaignSpecError, Sampler
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 
 def test_defaults_are_the_models_and_a_bare_spec_takes_them():
@@ -72,7 +72,7 @@ def test_every_bad_field_is_named_at_once_with_its_one_message():
         "colour": "'colour' is not a campaign parameter",
         "name": "name must be text of 1 to 200 characters, not empty",
         "sample_size": "sample_size must be a whole number from 1 to 100000, not '0'",
-        "sampler": "sampler must be one of uniform, stratified, top, threshold, uncertain, not 'random'",
+        "sampler": "sampler must be one of uniform, stratified, top, threshold, uncertain, kept, not 'random'",
         "threshold": "threshold must be a finite number or nothing, not 'nan'",
         "bands": "bands must be a whole number from 2 to 20, not 'x'",
         "seed": "seed must be a whole number from 0 to 2147483647, not '-1'",

@@ -17,7 +17,7 @@ from annotation.services import DuplicateLabel, StaleItem, campaign_create, item
 from annotation.spec import CampaignSpec
 from mining.models import GoldSentencePair, SentencePairCandidate
 from pcapp.roles import reviewers_group
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 
 def reviewers(django_user_model, n: int):

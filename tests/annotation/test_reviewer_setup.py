@@ -10,7 +10,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from pcapp.roles import REVIEWERS_GROUP, may_review, reviewers_group
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 
 @pytest.mark.django_db

@@ -82,3 +82,25 @@ def login(pg, username: str, password: str) -> None:
     pg.fill("input[name=password]", password)
     pg.press("input[name=password]", "Enter")
     pg.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+
+def broken_links(pg, pages: list[str]) -> dict[str, int]:
+    """Open each of `pages` and follow every same-site link on it (GET, with the page's session): the links that
+    answer 400 or more, with their status. External links (a crawled page's own URL) and the logout form are not
+    followed."""
+    from urllib.parse import urldefrag, urlsplit
+
+    origin = urlsplit(pg.url)[:2]
+    links: set[str] = set()
+    for url in dict.fromkeys(pages):
+        pg.goto(url)
+        for href in pg.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"):
+            target = urldefrag(href).url
+            if urlsplit(target)[:2] == origin:
+                links.add(target)
+    broken = {}
+    for target in sorted(links):
+        status = pg.request.get(target, max_redirects=5).status
+        if status >= 400:
+            broken[target] = status
+    return broken

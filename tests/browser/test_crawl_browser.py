@@ -1,6 +1,8 @@
 """A crawl from the browser: upload a WARC file on the import page (its skipped records counted there), see the
 corpus's sites, start a document run on it (matched within sites by default, on a real worker), open a document pair
-and find both URLs linked and their language markers explained. Screenshots: test-artifacts/screenshots/crawl-*.png.
+and find both URLs linked and their language markers explained, step to the next pair and back to the results. Then
+every link on every page the test visited is followed: none may lead to an error (404 or other).
+Screenshots: test-artifacts/screenshots/crawl-*.png.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import re
 import pytest
 
 from mining.models import Corpus, DocumentPairCandidate, JobStatus, MiningRun, RunKind
-from tests.browser.conftest import login
+from tests.browser.conftest import broken_links, login
 from tests.mining.importers.crawl_warc import PNG, Warc, admin_pages
 from tests.mining.importers.crawl_warc import page as html
 
@@ -34,6 +36,8 @@ def test_a_warc_goes_in_and_ends_at_a_document_pair(
     django_user_model.objects.create_user("crawler", password="pw-crawler-123", is_staff=True)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    visited: list[str] = []
+    page.on("framenavigated", lambda frame: visited.append(frame.url) if frame == page.main_frame else None)
     page.set_default_timeout(30_000)
     login(page, "crawler", "pw-crawler-123")
 
@@ -81,4 +85,19 @@ def test_a_warc_goes_in_and_ends_at_a_document_pair(
     evidence = page.inner_text("#url-evidence")
     assert "differ only by their language markers (path en → path fr)" in evidence
     assert "which name the pages' languages" in evidence and "signal 1.0 × weight 0.2" in evidence
+
+    # The pair page is no dead end: the next pair of the run, the previous one, back to the results.
+    second = DocumentPairCandidate.objects.get(run=run, rank=2)
+    page.click("#next-pair")
+    page.wait_for_url(re.compile(rf"/review/document-pairs/{second.pk}/$"))
+    assert "rank 2" in page.inner_text("#pair-nav")
+    page.click("#pair-nav a[rel=prev]")
+    page.wait_for_url(re.compile(rf"/review/document-pairs/{best.pk}/$"))
+    page.click(f"#pair-nav a[href='/runs/{run.pk}/results/']")
+    page.wait_for_selector("table.candidates tr.candidate")
+
+    # Every link on the pages visited (dashboard, import, corpus, run, results, pair pages, the API's and the admin's
+    # front pages) leads somewhere.
+    pages = [u for u in visited if "/accounts/login" not in u] + ["/", "/api/", "/api/docs/", "/admin/", "/exports/"]
+    assert broken_links(page, pages) == {}
     assert errors == []

@@ -2,6 +2,8 @@
 upload form, start a run and watch its progress reach 100 %, open its results, create a campaign from the run,
 review every item with the keyboard, open the campaign's results, train a calibration model from its labels, see
 the caution for a small label set, store a threshold, apply the calibration to the run, export the kept pairs as TSV.
+On the way a colleague is made a reviewer in the admin (the `reviewers` group is there on a fresh install) and the
+campaign form offers her.
 A real Celery worker runs the import and the runs. Screenshots of each step: test-artifacts/screenshots/journey-*.png.
 """
 
@@ -48,7 +50,8 @@ def _nav(page, label: str) -> None:
 
 
 def test_new_user_journey_by_clicking_only(page, django_user_model, screenshot, celery_worker_process, tmp_path):
-    django_user_model.objects.create_user("newcomer", password="pw-newcomer-123", is_staff=True)
+    # the README's first user: a superuser, as `./run app`'s `admin` (it may manage users in the admin)
+    django_user_model.objects.create_user("newcomer", password="pw-newcomer-123", is_staff=True, is_superuser=True)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.set_default_timeout(30_000)
@@ -96,8 +99,33 @@ def test_new_user_journey_by_clicking_only(page, django_user_model, screenshot, 
     page.click("#results-link")
     page.wait_for_selector("table.candidates tr.candidate")
     _shot(page, screenshot, 6, "run-results")
+
+    # 4a. Make a colleague a reviewer in the admin, as the README says: on a fresh install the group chooser already
+    # offers `reviewers`; the campaign form then offers her (and no one who cannot review).
+    django_user_model.objects.create_user("plain", password="pw-plain-12345")  # a user with no role
+    _nav(page, "Admin")
+    page.click("a[href='/admin/auth/user/add/']")
+    page.fill("#id_username", "rita")
+    page.fill("#id_password1", "pw-rita-reviews-1")
+    page.fill("#id_password2", "pw-rita-reviews-1")
+    page.click("input[name=_continue]")
+    page.wait_for_selector("#id_groups_from")
+    assert page.locator("#id_groups_from option").all_inner_texts() == ["reviewers"]
+    page.select_option("#id_groups_from", label="reviewers")
+    page.click("#id_groups_add")
+    _shot(page, screenshot, 7, "admin-reviewer")
+    page.click("input[name=_save]")
+    page.wait_for_selector("ul.messagelist li.success")
+    assert django_user_model.objects.get(username="rita").groups.filter(name="reviewers").exists()
+    page.click("#user-tools a[href='/']")  # the admin's "View site": back to the dashboard, then to the run's results
+    _nav(page, "Runs")
+    page.locator(f"tr[data-run='{run.pk}']").locator("a", has_text=str(run)).click()
+    page.click("#results-link")
+
     page.click("#new-campaign-link")
     assert page.is_checked(f"input[name=runs][value='{run.pk}']")
+    offered = page.locator("#id_reviewers label").all_inner_texts()
+    assert [name.strip() for name in offered] == ["newcomer", "rita"]  # staff and reviewers; not "plain"
     page.fill("input[name=name]", "first look")
     page.fill("input[name=sample_size]", "50")
     _shot(page, screenshot, 7, "campaign-form")

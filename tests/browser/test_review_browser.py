@@ -10,7 +10,7 @@ from annotation.services import campaign_create
 from annotation.spec import CampaignSpec
 from pcapp.roles import reviewers_group
 from tests.browser.conftest import login
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -72,7 +72,7 @@ def test_progress_polls_until_the_run_ends(page, staff, screenshot):
 
 def test_results_compare_and_export_pages(page, staff, screenshot):
     """Results (charts, filters by keyboard), comparison and export pages render for a run with candidates."""
-    from tests.mining.views.test_results import make_run
+    from tests.factories.mining import make_run
 
     run = make_run(
         12,

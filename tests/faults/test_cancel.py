@@ -28,7 +28,7 @@ from mining.services import progress
 from mining.services.imports import import_execute, import_job_create
 from mining.services.runs import run_create
 from pcapp.jobs import execute_job
-from tests.mining.services.test_training_runs import _with_gold
+from tests.factories.mining import gold_corpus
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "import"
 TRAIN = {"epochs": 1, "hard_epochs": 0, "hard_negatives": 2, "batch_size": 8, "n_buckets": 1024, "seed": 1}
@@ -44,7 +44,7 @@ def _setup(kind: str) -> dict:
     """run_create arguments of a small run of `kind` (with what it needs made first)."""
     pair = {"src_lang": "en", "tgt_lang": "fr"}
     if kind == RunKind.SENTENCE:
-        return {"src_corpus": _with_gold("cancel-sent"), **pair}
+        return {"src_corpus": gold_corpus("cancel-sent"), **pair}
     if kind == RunKind.DOCUMENT:
         return {"src_corpus": _docs(), "params": {"k": 2}, **pair}
     if kind == RunKind.ALIGN:
@@ -55,7 +55,7 @@ def _setup(kind: str) -> dict:
         assert parent.status == JobStatus.SUCCEEDED, parent.error
         return {"src_corpus": corpus, "parent": parent, **pair}
     if kind == RunKind.TRAIN_ENCODER:
-        return {"src_corpus": _with_gold("cancel-train"), "params": TRAIN, **pair}
+        return {"src_corpus": gold_corpus("cancel-train"), "params": TRAIN, **pair}
     if kind == RunKind.SELF_TRAIN:
         call_command("load_demo", "--langs", "fr")
         return {"src_corpus": Corpus.objects.get(name="demo-django-ui"), "params": {"rounds": 1, "epochs": 1}, **pair}

@@ -25,7 +25,7 @@ from mining.services import corpora
 from mining.services.corpora import corpus_delete
 from mining.services.runs import check_run_start
 from tests.factories.annotation import LabelFactory
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 pytestmark = pytest.mark.django_db
 

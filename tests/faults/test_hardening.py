@@ -22,7 +22,7 @@ from annotation.models import Campaign
 from annotation.services import item_claim, label_submit
 from annotation.spec import CampaignSpec
 from pcapp.serve import SMALL_BODY_BYTES
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -25,7 +25,7 @@ from mining.services.jobs import TRANSITIONS, job_may, job_transition
 from mining.services.shards import current_stage, run_dir
 from mining.services.shards.rows import run_rows
 from tests.conftest import wait_for
-from tests.faults.test_worker_faults import _inline, _run, _state, _synthetic
+from tests.factories.mining import inline_sentence_run, run_state, sentence_run, synthetic_corpus
 
 P, R, S, F, C = JobStatus.PENDING, JobStatus.RUNNING, JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED
 # action -> the statuses it may leave ("stalled": running with an expired lease; "unsent": pending, never sent)
@@ -83,13 +83,13 @@ def test_cancel_retry_and_delete_in_any_order_leave_one_consistent_state(
 ):
     settings.PCAPP_SHARD_ROWS = 400
     settings.PCAPP_CANDIDATE_CHUNK_ROWS = 300
-    corpus, encoder = _synthetic(1200, register_encoder, seed=5, name="races")
-    ref = _inline(corpus, encoder)  # fills the embedding cache the worker reads
+    corpus, encoder = synthetic_corpus(1200, register_encoder, seed=5, name="races")
+    ref = inline_sentence_run(corpus, encoder)  # fills the embedding cache the worker reads
     want = set(Cand.objects.filter(run=ref).values_list("src_id", "tgt_id"))
     celery_workers.start(2)
     api = APIClient()
     api.force_authenticate(staff_user)
-    runs = [_run(corpus, encoder, enqueue=True).pk for _ in range(3)]
+    runs = [sentence_run(corpus, encoder, enqueue=True).pk for _ in range(3)]
     rng = random.Random(30)
     answers: dict[str, set[int]] = {"cancel": set(), "retry": set(), "delete": set()}
     deleted: set[int] = set()
@@ -121,7 +121,7 @@ def test_cancel_retry_and_delete_in_any_order_leave_one_consistent_state(
         return run.status == S
 
     for pk in runs:
-        assert wait_for(lambda pk=pk: settled(pk), timeout=180, interval=0.5), _state(MiningRun.objects.get(pk=pk))
+        assert wait_for(lambda pk=pk: settled(pk), timeout=180, interval=0.5), run_state(MiningRun.objects.get(pk=pk))
         got = set(Cand.objects.filter(run_id=pk).values_list("src_id", "tgt_id"))
         assert got == want and Cand.objects.filter(run_id=pk).count() == len(want)
         assert not RunShard.objects.filter(run_id=pk, finished_at__isnull=True).exists()

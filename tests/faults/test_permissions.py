@@ -23,8 +23,7 @@ from annotation.services import campaign_create, item_claim, label_submit
 from annotation.spec import CampaignSpec
 from mining.models import DocumentPairCandidate, RunKind
 from pcapp.roles import ACCESS, LOGIN, Access, Role, access_markdown, reviewers_group
-from tests.factories.mining import CorpusFactory, DocumentFactory, MiningRunFactory
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import CorpusFactory, DocumentFactory, MiningRunFactory, make_run
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "PERMISSIONS.md"
 
@@ -116,6 +115,7 @@ REQUESTS: dict[str, Request] = {
     "run-detail": lambda w, u, c, api: c.get(reverse("run-detail", args=[w.r.pk])),
     "run-results": lambda w, u, c, api: c.get(reverse("run-results", args=[w.r.pk])),
     "run-compare": lambda w, u, c, api: c.get(reverse("run-compare"), {"a": w.r.pk, "b": w.s.pk}),
+    "run-check-estimate": lambda w, u, c, api: c.post(reverse("run-check-estimate", args=[w.r.pk])),
     "api-judge-item": lambda w, u, c, api: api.post(
         "/api/review/judgements/", {"campaign": w.a.pk, "item": _current(w, u), "verdict": "BAD"}, format="json"
     ),
@@ -222,7 +222,7 @@ def test_a_blind_campaigns_reviewer_sees_no_score_and_no_good_rate(world: World)
     assert 'id="results-link"' not in detail and "00017" not in detail
     staff = Client()
     staff.force_login(world.users[Role.STAFF])
-    assert '<td class="good-rate">1.00</td>' in staff.get(reverse("dashboard")).content.decode()
+    assert '<td class="good-rate">100 %</td>' in staff.get(reverse("dashboard")).content.decode()
     assert "100 %" in staff.get(reverse("campaign-list")).content.decode()
 
 

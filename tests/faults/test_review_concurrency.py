@@ -19,7 +19,7 @@ from annotation.models import Assignment, Campaign, Label
 from annotation.services import campaign_create, item_claim, label_submit
 from annotation.spec import CampaignSpec
 from pcapp.roles import reviewers_group
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

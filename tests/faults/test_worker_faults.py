@@ -15,87 +15,12 @@ import numpy as np
 import pytest
 from rest_framework.test import APIClient
 
-from mining.ingest.text import norm_hash
-from mining.models import Artefact, ArtefactKind, Corpus, Document, JobStatus, MiningRun, RunKind, RunShard, Sentence
+from mining.models import JobStatus, MiningRun, RunShard
 from mining.models import SentencePairCandidate as Cand
-from mining.services.runs import run_create
-from pcapp.jobs import execute_job
 from tests.conftest import wait_for
+from tests.factories.mining import inline_sentence_run, run_state, sentence_run, synthetic_corpus
 
 pytestmark = pytest.mark.worker
-
-DIM = 96
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
-
-
-class TableEncoder:
-    """Looks each text's vector up in a table (rows L2-normalised)."""
-
-    def __init__(self, table: dict[str, np.ndarray]) -> None:
-        self.table = table
-
-    def encode(self, texts: list[str], lang: str) -> np.ndarray:
-        return np.stack([self.table[t] for t in texts]).astype(np.float32)
-
-
-def _text(rng: np.random.Generator, i: int, lang: str) -> str:
-    return f"{' '.join(rng.choice(WORDS, 5))} {lang} item {i}"
-
-
-def _synthetic(n: int, register_encoder, *, seed: int = 0, name: str = "synthetic") -> tuple[Corpus, Artefact]:
-    """n English and n French sentences; 70 % of them planted pairs (noisy copies), the rest unrelated."""
-    rng = np.random.default_rng(seed)
-    src = rng.standard_normal((n, DIM)).astype(np.float32)
-    tgt = rng.standard_normal((n, DIM)).astype(np.float32)
-    perm = rng.permutation(n)
-    planted = perm[: int(0.7 * n)]
-    tgt[planted] = src[np.arange(len(planted))] + 0.6 * rng.standard_normal((len(planted), DIM))
-    src /= np.linalg.norm(src, axis=1, keepdims=True)
-    tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
-    corpus = Corpus.objects.create(name=name, languages=["en", "fr"])
-    table: dict[str, np.ndarray] = {}
-    rows = []
-    for lang, emb in (("en", src), ("fr", tgt)):
-        doc = Document.objects.create(corpus=corpus, lang=lang, external_id=f"doc-{lang}")
-        for i in range(n):
-            text = _text(rng, i, lang)
-            table[text] = emb[i]
-            rows.append(
-                Sentence(
-                    corpus=corpus,
-                    document=doc,
-                    lang=lang,
-                    position=i,
-                    text=text,
-                    norm_hash=norm_hash(text),
-                    detected_lang=lang,
-                )
-            )
-    Sentence.objects.bulk_create(rows, batch_size=5000)
-    encoder_name = f"table-{name}"
-    register_encoder(encoder_name, lambda threads=1, **_: TableEncoder(table))
-    artefact = Artefact.objects.create(kind=ArtefactKind.ENCODER, name=encoder_name, version=1, params={})
-    return corpus, artefact
-
-
-def _run(corpus: Corpus, encoder: Artefact, *, enqueue: bool, **params) -> MiningRun:
-    return run_create(
-        kind=RunKind.SENTENCE,
-        src_corpus=corpus,
-        src_lang="en",
-        tgt_lang="fr",
-        encoder=encoder,
-        params={"k": 4, **params},
-        enqueue=enqueue,
-    )
-
-
-def _inline(corpus: Corpus, encoder: Artefact, **params) -> MiningRun:
-    run = _run(corpus, encoder, enqueue=False, **params)
-    execute_job(run=run)
-    run.refresh_from_db()
-    assert run.status == JobStatus.SUCCEEDED, run.error
-    return run
 
 
 def _candidates(run: MiningRun) -> list[tuple[int, int, int, str]]:
@@ -123,38 +48,33 @@ def _assert_same(run: MiningRun, ref: MiningRun, *, same_order: bool = True) -> 
 
 
 def _wait_finished(run: MiningRun, timeout: float = 90) -> MiningRun:
-    assert wait_for(lambda: MiningRun.objects.get(pk=run.pk).is_finished, timeout=timeout), _state(run)
+    assert wait_for(lambda: MiningRun.objects.get(pk=run.pk).is_finished, timeout=timeout), run_state(run)
     run.refresh_from_db()
     return run
-
-
-def _state(run: MiningRun) -> str:
-    run.refresh_from_db()
-    return f"run {run.pk} {run.status} stage={run.stage} error={run.error!r}"
 
 
 def test_workers_give_the_single_process_candidates_and_survive_a_kill(
     celery_workers, settings, register_encoder, staff_user
 ):
     settings.PCAPP_SHARD_ROWS = 7000  # 3 query shards and 3 index shards a side
-    corpus, encoder = _synthetic(20000, register_encoder)
+    corpus, encoder = synthetic_corpus(20000, register_encoder)
     settings.PCAPP_SHARD_ROWS = 10**6
-    one_index = _inline(corpus, encoder)  # the target in one index (and the cache at that layout)
+    one_index = inline_sentence_run(corpus, encoder)  # the target in one index (and the cache at that layout)
     settings.PCAPP_SHARD_ROWS = 7000
-    ref = _inline(corpus, encoder)  # three index shards, in this process; refills the cache for the workers
+    ref = inline_sentence_run(corpus, encoder)  # three index shards, in this process; refills the cache for the workers
     assert ref.stats["shards"]["search"] == 6 and one_index.stats["shards"]["search"] == 2
     _assert_same(ref, one_index, same_order=False)  # exact search over index shards equals one index
 
     workers = celery_workers.start(3)
     api = APIClient()
     api.force_authenticate(staff_user)
-    run = _run(corpus, encoder, enqueue=True)
+    run = sentence_run(corpus, encoder, enqueue=True)
     seen: list[float] = []
     while not MiningRun.objects.get(pk=run.pk).is_finished:
         body = api.get(f"/api/runs/{run.pk}/").json()
         seen.append(float(body["progress"]))
         time.sleep(0.1)
-        assert len(seen) < 1500, _state(run)
+        assert len(seen) < 1500, run_state(run)
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED, run.error
     seen.append(run.progress)
@@ -165,7 +85,7 @@ def test_workers_give_the_single_process_candidates_and_survive_a_kill(
     assert len(owners) >= 2  # the search was shared
 
     # kill -9 the worker holding a search shard: the others take it over when its lease expires
-    run2 = _run(corpus, encoder, enqueue=True)
+    run2 = sentence_run(corpus, encoder, enqueue=True)
     by_owner = {celery_workers.owner(p): p for p in workers}
     victim = None
 
@@ -180,7 +100,7 @@ def test_workers_give_the_single_process_candidates_and_survive_a_kill(
         victim = by_owner.get(row) if row else None
         return victim is not None
 
-    assert wait_for(holder, timeout=90, interval=0.02), _state(run2)
+    assert wait_for(holder, timeout=90, interval=0.02), run_state(run2)
     celery_workers.kill(victim)
     run2 = _wait_finished(run2)
     assert run2.status == JobStatus.SUCCEEDED, run2.error
@@ -192,19 +112,19 @@ def test_a_run_whose_only_worker_died_stalls_and_retry_resumes_its_done_shards(
     celery_workers, settings, register_encoder, staff_user
 ):
     settings.PCAPP_SHARD_ROWS = 700
-    corpus, encoder = _synthetic(2000, register_encoder, seed=1, name="lonely")
-    ref = _inline(corpus, encoder)
+    corpus, encoder = synthetic_corpus(2000, register_encoder, seed=1, name="lonely")
+    ref = inline_sentence_run(corpus, encoder)
     (worker,) = celery_workers.start(1)
-    run = _run(corpus, encoder, enqueue=True)
+    run = sentence_run(corpus, encoder, enqueue=True)
     assert wait_for(
         lambda: RunShard.objects.filter(run=run, stage="search", finished_at__isnull=False).exists(),
         timeout=90,
         interval=0.02,
-    ), _state(run)
+    ), run_state(run)
     celery_workers.kill(worker)
     done_before = dict(RunShard.objects.filter(run=run, finished_at__isnull=False).values_list("id", "finished_at"))
     # nobody renews the lease: within the lease time (4 s) the run shows as stalled and may be retried
-    assert wait_for(lambda: MiningRun.objects.get(pk=run.pk).is_stalled, timeout=20), _state(run)
+    assert wait_for(lambda: MiningRun.objects.get(pk=run.pk).is_stalled, timeout=20), run_state(run)
     run.refresh_from_db()
     assert run.can_retry and run.status == JobStatus.RUNNING
 
@@ -224,7 +144,7 @@ def test_a_run_whose_only_worker_died_stalls_and_retry_resumes_its_done_shards(
 def test_broker_down_at_creation_answers_503_and_leaves_nothing_pending(
     transactional_db, settings, staff_user, register_encoder, broker_down
 ):
-    corpus, encoder = _synthetic(50, register_encoder, name="nobroker")
+    corpus, encoder = synthetic_corpus(50, register_encoder, name="nobroker")
     api = APIClient()
     api.force_authenticate(staff_user)
     answer = api.post(
@@ -243,15 +163,15 @@ def test_cancelling_a_run_on_a_worker_shows_at_once_and_its_shards_stop(
     celery_workers, settings, register_encoder, staff_user
 ):
     settings.PCAPP_SHARD_ROWS = 500
-    corpus, encoder = _synthetic(2000, register_encoder, seed=2, name="cancelled")
-    _inline(corpus, encoder)  # fills the embedding cache the worker reads
+    corpus, encoder = synthetic_corpus(2000, register_encoder, seed=2, name="cancelled")
+    inline_sentence_run(corpus, encoder)  # fills the embedding cache the worker reads
     celery_workers.start(1)
-    run = _run(corpus, encoder, enqueue=True)
+    run = sentence_run(corpus, encoder, enqueue=True)
     assert wait_for(
         lambda: RunShard.objects.filter(run=run, stage="search", finished_at__isnull=False).exists(),
         timeout=90,
         interval=0.02,
-    ), _state(run)
+    ), run_state(run)
 
     api = APIClient()
     api.force_authenticate(staff_user)

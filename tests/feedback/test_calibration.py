@@ -12,16 +12,17 @@ from mining.models import (
     RunKind,
     SentencePairCandidate,
 )
+from mining.selectors import scale_key
 from mining.services.calibrators import threshold_apply
 from mining.services.runs import run_create
 from pcapp.jobs import execute_job
 from pcapp.roles import reviewers_group
-from tests.mining.services.test_mining_runs import PAIRS, _corpus
+from tests.factories.mining import PAIRS, pairs_corpus
 
 
 @pytest.mark.django_db
 def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user_model):
-    corpus = _corpus("calib")
+    corpus = pairs_corpus("calib")
     # Mine with a sentence side that has distractors too, so there are GOOD and BAD candidates.
     run = run_create(
         kind=RunKind.SENTENCE,
@@ -92,6 +93,7 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
     setting = threshold_apply(
         src_lang="en",
         tgt_lang="fr",
+        scale_key=scale_key(run),
         threshold=0.5,
         target_precision=0.95,
         estimated_precision=0.96,
@@ -105,7 +107,7 @@ def test_campaign_labels_train_a_calibration_that_is_applied_in_bulk(django_user
 def test_calibration_page_threshold_panel_and_apply(staff_client, django_user_model):
     from django.urls import reverse
 
-    from tests.mining.views.test_results import make_run
+    from tests.factories.mining import make_run
 
     run = make_run(10, scores=[2.0 - 0.1 * i for i in range(10)])
     other = django_user_model.objects.create_user("lab", password="pw-lab-1234", is_staff=True)
@@ -121,7 +123,7 @@ def test_calibration_page_threshold_panel_and_apply(staff_client, django_user_mo
     assert "<html" not in body and 'keeps <strong id="n-kept">6</strong>' in body and "1.5000" in body
     # 6 labels: the interval's lower bound is far below 0.95, so storing it asks for confirmation.
     assert 'id="threshold-caution"' in body
-    data = {"threshold": "1.5", "target": "0.95", "estimate": "1.0", "confirm": "on"}
+    data = {"threshold": "1.5", "target": "0.95", "estimate": "1.0", "confirm": "on", "scale": scale_key(run)}
     staff_client.post(reverse("calibration-apply", args=[src, tgt]), data)
     assert LanguagePairSetting.objects.get(src_lang=src).threshold == 1.5
     assert Artefact.objects.filter(kind=ArtefactKind.CALIBRATION).count() == 0
@@ -139,7 +141,7 @@ def test_calibration_trains_on_uncertain_labels_that_threshold_estimates_leave_o
     from annotation.models import CampaignItem, Sampler
     from feedback.services.calibration import labelled_pairs, threshold_labels
 
-    corpus = _corpus("active")
+    corpus = pairs_corpus("active")
     run = run_create(
         kind=RunKind.SENTENCE,
         src_corpus=corpus,
@@ -152,7 +154,9 @@ def test_calibration_trains_on_uncertain_labels_that_threshold_estimates_leave_o
     cands = list(SentencePairCandidate.objects.filter(run=run).order_by("rank"))
     for c in cands:  # as if a calibration had been applied
         SentencePairCandidate.objects.filter(pk=c.pk).update(confidence=1.0 - c.rank / (len(cands) + 1))
-    LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=cands[len(cands) // 2].score)
+    LanguagePairSetting.objects.create(
+        src_lang="en", tgt_lang="fr", scale_key=scale_key(run), threshold=cands[len(cands) // 2].score
+    )
     reviewer = django_user_model.objects.create_user("act", password="pw-act-1234")
     campaign = campaign_create(
         spec=CampaignSpec(name="act", sampler=Sampler.STRATIFIED, bands=2, sample_size=6, n_uncertain=4),

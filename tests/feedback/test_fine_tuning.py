@@ -25,10 +25,11 @@ from mining.models import (
     Sentence,
     SentencePairCandidate,
 )
+from mining.params import FineTuneParams
 from mining.services.encoders import encoder_default, load_encoder
 from mining.services.runs import run_create
 from pcapp.jobs import execute_job
-from tests.mining.services.test_mining_runs import PAIRS
+from tests.factories.mining import PAIRS
 
 TSV = Path(__file__).resolve().parents[1] / "data" / "import" / "admin-en-fr.tsv"
 # Real en-fr pairs: Django admin's own strings and their French translations (40, header skipped).
@@ -200,8 +201,8 @@ def test_fine_tuning_refuses_leaky_or_wrong_inputs(reviewed):
     assert run.status == JobStatus.FAILED and "holds reviewed pairs" in run.error
     run = fine_tune(reviewed, eval_corpus=reviewed["train"].pk)
     assert run.status == JobStatus.FAILED and "pick a held-out corpus" in run.error
-    run = fine_tune(reviewed, epoch=3)
-    assert run.status == JobStatus.FAILED and "unknown fine-tuning parameters: epoch" in run.error
+    with pytest.raises(ValueError, match="epoch: is not a parameter of fine_tune runs"):  # refused at creation
+        fine_tune(reviewed, epoch=3)
     with pytest.raises(ValueError, match="only the app's DAN"):
         check_fine_tune(base=encoder_default(), src_lang="en", tgt_lang="fr", params={})
     with pytest.raises(ValueError, match="not de-fr"):
@@ -232,7 +233,7 @@ def test_calibration_page_starts_a_fine_tuning_run(reviewed, staff_client, revie
     run = MiningRun.objects.get(kind=RunKind.FINE_TUNE)
     assert response.status_code == 302 and response["Location"] == reverse("run-detail", args=[run.pk])
     assert run.encoder == reviewed["encoder"] and run.src_corpus == reviewed["train"]
-    assert run.params == {"campaign": None, "eval_corpus": reviewed["eval"].pk, "seed": 3}
+    assert run.params == FineTuneParams(eval_corpus=reviewed["eval"].pk, seed=3).to_dict()  # as stored: typed
     response = staff_client.post(url, {"encoder": reviewed["encoder"].pk, "eval_corpus": ""}, follow=True)
     assert "held-out evaluation corpus" in response.content.decode()
     assert MiningRun.objects.filter(kind=RunKind.FINE_TUNE).count() == 1

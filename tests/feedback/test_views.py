@@ -8,6 +8,7 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from mining.models import LanguagePairSetting, MiningRun, RunKind
+from mining.selectors import scale_key
 
 pytestmark = pytest.mark.django_db
 
@@ -55,11 +56,24 @@ def test_malformed_posts_give_a_message_and_change_nothing(staff_client, pair, u
 
 def test_a_valid_threshold_is_stored(staff_client, pair) -> None:
     response = staff_client.post(
-        reverse("calibration-apply", args=["en", "fr"]), {"threshold": "1.07", "target": "0.95", "estimate": "0.96"}
+        reverse("calibration-apply", args=["en", "fr"]),
+        {"threshold": "1.07", "target": "0.95", "estimate": "0.96", "scale": scale_key(pair)},
     )
     assert response.status_code == 302
     setting = LanguagePairSetting.objects.get(src_lang="en", tgt_lang="fr")
     assert (setting.threshold, setting.target_precision, setting.estimated_precision) == (1.07, 0.95, 0.96)
+    assert setting.scale_key == "usem3 v1/ratio/k=4/max_score"
+
+
+def test_a_threshold_needs_the_scoring_configuration_it_was_found_on(staff_client, pair) -> None:
+    """A threshold is a point on one scale: a post without a configuration, or with one no run of the pair has, stores
+    nothing and says why."""
+    url = reverse("calibration-apply", args=["en", "fr"])
+    for scale in ("", "usem3 v1/distance/k=4/max_score"):
+        response = staff_client.post(url, {"threshold": "1.07", "target": "0.95", "scale": scale})
+        texts = [str(m) for m in get_messages(response.wsgi_request)]
+        assert any("is a point on one scoring configuration's scale" in t for t in texts), texts
+    assert not LanguagePairSetting.objects.exists()
 
 
 def _labelled_run(scores_verdicts, **kwargs):
@@ -100,7 +114,7 @@ def test_a_weak_threshold_is_flagged_and_storing_it_asks_for_confirmation(staff_
     # 3 GOOD of 3 kept: precision 1.0, but the Wilson lower bound (0.44) is far below 0.95.
     assert 'id="threshold-caution"' in html and "far below the target 0.95" in html
     assert 'name="confirm" value="on" required id="confirm-threshold"' in html
-    data = {"threshold": "1.6", "target": "0.95", "estimate": "1.0"}
+    data = {"threshold": "1.6", "target": "0.95", "estimate": "1.0", "scale": "usem3 v1/ratio/k=4/max_score"}
     response = staff_client.post(reverse("calibration-apply", args=["en", "fr"]), data)
     assert any("tick the confirmation box" in str(m) for m in get_messages(response.wsgi_request))
     assert not LanguagePairSetting.objects.exists()
@@ -135,8 +149,29 @@ def test_a_model_from_few_labels_or_nearly_constant_is_shown_with_cautions(staff
 
 
 def test_feedback_index_lists_each_pair_with_its_calibration_page(staff_client, pair) -> None:
-    LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=1.2, target_precision=0.9)
+    LanguagePairSetting.objects.create(
+        src_lang="en", tgt_lang="fr", scale_key=scale_key(pair), threshold=1.2, target_precision=0.9
+    )
     html = staff_client.get(reverse("feedback")).content.decode()
     row = html[html.index('<table id="pairs">') :]
     assert f'<a href="{reverse("calibration", args=["en", "fr"])}">en → fr</a>' in row
-    assert "score ≥ 1.2000 (target 0.900)" in row and "none yet" in row
+    assert "score ≥ 1.2000 (target 0.900) on <code>usem3 v1/ratio/k=4/max_score</code> runs" in row
+    assert "none yet" in row
+
+
+def test_applying_a_calibration_opens_its_job_which_links_the_runs_results(staff_client, pair) -> None:
+    from mining.models import Artefact, ArtefactKind
+
+    Artefact.objects.create(
+        kind=ArtefactKind.CALIBRATION, name="calibration-en-fr", version=1, src_lang="en", tgt_lang="fr",
+        params={"method": "head"}, metrics={"labels": 300, "good": 200},
+    )  # fmt: skip
+    # (the job is sent to the broker on commit, which a test in a transaction never reaches)
+    response = staff_client.post(reverse("calibration-apply", args=["en", "fr"]), {"run": pair.pk, "confirm": "on"})
+    job = MiningRun.objects.get(kind=RunKind.APPLY_CALIBRATION)
+    assert job.parent_id == pair.pk
+    assert response.status_code == 302 and response.url == reverse("run-detail", args=[job.pk])
+    html = staff_client.get(reverse("calibration", args=["en", "fr"])).content.decode()
+    applications = html[html.index('id="applications"') :]
+    assert f'href="{reverse("run-detail", args=[job.pk])}"' in applications
+    assert f'href="{reverse("run-results", args=[pair.pk])}"' in applications

@@ -22,6 +22,8 @@ def test_the_api_pages_link_back_to_the_app_and_link_no_id_template(staff_client
     root = staff_client.get("/api/", HTTP_ACCEPT="application/json").json()
     templates = root["endpoints_with_an_id"]
     assert templates["run"] == "/api/runs/{id}/" and all(t.startswith("/api/") for t in templates.values())
+    assert root["endpoints"]["runs"]["url"] == "http://testserver/api/runs/"  # answers GET: a link
+    assert root["endpoints"]["campaigns"]["url"] == "/api/review/campaigns/"  # POST only: text, not a link to a 405
     html = staff_client.get("/api/", HTTP_ACCEPT="text/html").content.decode()
     assert 'id="back-to-app" href="/"' in html
     hrefs = re.findall(r'href="([^"]*)"', html)

@@ -27,6 +27,7 @@ from mining.models import (
     MiningRun,
     RunKind,
 )
+from mining.selectors import scale_key
 from tests.factories.mining import (
     CorpusFactory,
     DocumentFactory,
@@ -191,7 +192,9 @@ def world(staff_user, reviewer_user):
         params={"calibration": artefact.pk},
     )
     MiningRunFactory(status=JobStatus.RUNNING, src_corpus=corpus, name="crawl-running", stage="knn", done=5, total=10)
-    LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=1.05, calibration=artefact)
+    LanguagePairSetting.objects.create(
+        src_lang="en", tgt_lang="fr", scale_key=scale_key(run), threshold=1.05, calibration=artefact
+    )
     campaign = campaign_create(
         spec=CampaignSpec(name="crawl-campaign", sample_size=3), runs=[run], reviewers=[staff_user, reviewer_user]
     )

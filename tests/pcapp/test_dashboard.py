@@ -66,7 +66,7 @@ def test_dashboard_campaigns_progress_good_rate_and_waiting(reviewer_client, rev
     from annotation.models import Label
     from annotation.services import campaign_create
     from annotation.spec import CampaignSpec
-    from tests.mining.views.test_results import make_run
+    from tests.factories.mining import make_run
 
     run = make_run(4)
     campaign = campaign_create(

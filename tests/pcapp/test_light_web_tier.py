@@ -21,7 +21,7 @@ from django.urls import get_resolver
 get_resolver().url_patterns
 admin.autodiscover()
 import mining.api.serializers, mining.forms, annotation.forms, feedback.forms, mining.services.params
-import mining.core.enums, mining.core.knn
+import mining.core.enums, mining.core.knn, mining.core.docsites, mining.core.candidates, mining.core.docvote
 from mining.core.knn import KnnMethod
 from mining.core.encoders.configs import AdapterConfig, DanConfig
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in NUMERIC)))

@@ -1,10 +1,10 @@
-"""Every Celery task that the code sends by name (``send_task``, ``signature``, ``send_task_or_fail``) or routes by
-name (``CELERY_TASK_ROUTES``) is registered in the Celery app: a renamed task or a typo fails here, not in a worker
-that drops the message as unregistered.
+"""Every Celery task that the code sends by name (``send_task``, ``signature``, and the functions that pass a name on
+to them) or routes by name (``CELERY_TASK_ROUTES``) is registered in the Celery app: a renamed task or a typo fails
+here, not in a worker that drops the message as unregistered.
 
 The names are read from the source (AST) and resolved in their module: a string, a module constant, a dict of names
-indexed by a variable (every value counts), or a local variable assigned one of those. A name the test cannot
-resolve fails too, so that new code keeps its task names where they can be checked."""
+indexed by a variable (every value counts), or a local variable assigned or imported one of those. A name the test
+cannot resolve fails too, so that new code keeps its task names where they can be checked."""
 
 from __future__ import annotations
 
@@ -14,14 +14,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PACKAGES = ("mining", "annotation", "feedback", "pcapp")
-SENDERS = {"send_task", "signature", "send_task_or_fail"}
-
-
-def _name_arg(call: ast.Call) -> ast.expr | None:
-    for kw in call.keywords:
-        if kw.arg == "name":
-            return kw.value
-    return call.args[0] if call.args else None
 
 
 def _values(obj: object) -> set[str]:
@@ -34,13 +26,13 @@ def _values(obj: object) -> set[str]:
     return set()
 
 
-def _resolve(expr: ast.expr, module: object, local: dict[str, ast.expr]) -> set[str]:
+def _resolve(expr: ast.expr, module: object, local: dict[str, object]) -> set[str]:
     if isinstance(expr, ast.Constant):
         return _values(expr.value)
     if isinstance(expr, ast.Name):
-        if expr.id in local:
+        if isinstance(local.get(expr.id), ast.expr):
             return _resolve(local[expr.id], module, {k: v for k, v in local.items() if k != expr.id})
-        return _values(getattr(module, expr.id, None))
+        return _values(local[expr.id] if expr.id in local else getattr(module, expr.id, None))
     if isinstance(expr, ast.Attribute):
         return _values(eval(compile(ast.Expression(expr), "<task name>", "eval"), vars(module)))  # noqa: S307
     if isinstance(expr, ast.Subscript):
@@ -62,42 +54,67 @@ def _enclosing(tree: ast.Module) -> dict[ast.AST, ast.FunctionDef | ast.AsyncFun
     return owner
 
 
-def sent_task_names() -> dict[str, set[str]]:
-    """'path:line' of each call that sends a task by name -> the names it may send."""
-    found: dict[str, set[str]] = {}
+def _locals(func: ast.FunctionDef | ast.AsyncFunctionDef | None, module: object) -> dict[str, object]:
+    """A function's local names: assigned expressions, and the values its own ``from ... import`` statements bind."""
+    local: dict[str, object] = {}
+    for n in ast.walk(func) if func else ():
+        if isinstance(n, ast.Assign):
+            local.update({t.id: n.value for t in n.targets if isinstance(t, ast.Name)})
+        elif isinstance(n, ast.ImportFrom):
+            source = importlib.import_module("." * n.level + (n.module or ""), module.__package__)
+            local.update({a.asname or a.name: getattr(source, a.name, None) for a in n.names})
+    return local
+
+
+def _calls() -> list[tuple[Path, ast.Call, str, ast.FunctionDef | ast.AsyncFunctionDef | None]]:
+    """(file, call, called name, enclosing function) of every call by plain or attribute name in the apps."""
+    calls = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             if "migrations" in path.parts:
                 continue
-            tree = ast.parse(path.read_text())
-            owner = _enclosing(tree)
-            calls = []
-            for node, func in owner.items():
-                if not isinstance(node, ast.Call):
-                    continue
-                f = node.func
-                called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-                arg = _name_arg(node)
-                if called not in SENDERS or arg is None:
-                    continue
-                params = {a.arg for a in (func.args.args + func.args.kwonlyargs)} if func else set()
-                if func is not None and func.name in SENDERS and isinstance(arg, ast.Name) and arg.id in params:
-                    continue  # a wrapper forwarding its own `name` argument: its callers are checked
-                local = {
-                    t.id: n.value
-                    for n in (ast.walk(func) if func else ())
-                    if isinstance(n, ast.Assign)
-                    for t in n.targets
-                    if isinstance(t, ast.Name)
-                }
-                calls.append((node, arg, local))
-            if not calls:
+            for node, func in _enclosing(ast.parse(path.read_text())).items():
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                    if called:
+                        calls.append((path, node, called, func))
+    return calls
+
+
+def _arg(call: ast.Call, name: str, position: int) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return call.args[position] if len(call.args) > position else None
+
+
+def sent_task_names() -> dict[str, set[str]]:
+    """'path:line' of each call that sends a task by name -> the names it may send.
+
+    A function that passes one of its own parameters on as the task name (``send_task_or_fail(name=...)``,
+    ``jobs_send_unsent(task=...)``) forwards: its callers' arguments for that parameter are the names checked."""
+    calls = _calls()
+    senders = {"send_task": ("name", 0), "signature": ("name", 0)}
+    while True:
+        found: dict[str, set[str]] = {}
+        forwarders: dict[str, tuple[str, int]] = {}
+        for path, node, called, func in calls:
+            arg = _arg(node, *senders[called]) if called in senders else None
+            if arg is None:
+                continue
+            params = [a.arg for a in (func.args.posonlyargs + func.args.args + func.args.kwonlyargs)] if func else []
+            if isinstance(arg, ast.Name) and arg.id in params:
+                position = params.index(arg.id) - (params[0] in ("self", "cls"))
+                forwarders[func.name] = (arg.id, position)
                 continue
             rel = path.relative_to(ROOT)
             module = importlib.import_module(".".join(rel.with_suffix("").parts).removesuffix(".__init__"))
-            for node, arg, local in calls:
-                found[f"{rel}:{node.lineno}"] = _resolve(arg, module, local)
-    return found
+            found[f"{rel}:{node.lineno}"] = _resolve(arg, module, _locals(func, module))
+        new = {name: how for name, how in forwarders.items() if name not in senders}
+        if not new:
+            return found
+        senders.update(new)
 
 
 def test_every_task_sent_by_name_is_registered() -> None:

@@ -15,9 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
@@ -28,6 +26,7 @@ from mining.core.calibration.base import ScoreFeature, as_scores
 from mining.core.calibration.baselines import fit_logistic_1d
 from mining.core.calibration.crossval import stratified_folds
 from mining.core.calibration.metrics import validate_binary
+from mining.core.files import atomic_path
 
 logger = logging.getLogger(__name__)
 
@@ -367,15 +366,8 @@ class CalibrationHead:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the state to ``path`` atomically (temporary file in the same folder, then os.replace)."""
-        target = Path(path)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
+        with atomic_path(path) as tmp:
             torch.save(self.state_dict(), tmp)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> CalibrationHead:

@@ -18,7 +18,6 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -34,6 +33,7 @@ from mining.core.encoders.base import (
 )
 from mining.core.encoders.configs import AdapterConfig
 from mining.core.encoders.dan_train import _index_texts, mine_hard_negatives
+from mining.core.files import atomic_path
 from mining.core.hw import Compute, resolve_compute
 from mining.core.knn import knn_exact
 from mining.core.losses import additive_margin_softmax_loss
@@ -51,7 +51,9 @@ class AdapterModel(nn.Module):
         super().__init__()
         self.config = config
         self.in_dim = in_dim
-        self.history: list[float] = []  # validation P@1 per epoch, from 0 (the base encoder)
+        self.history: list[
+            float
+        ] = []  # held-out score per epoch, from 0 (the base encoder): P@1 unless the caller scores
         self.best_epoch = 0
         self.towers = paired_towers(in_dim, config.hidden, skip=True, seed=seed)
 
@@ -232,7 +234,7 @@ def train_adapter(
                 progress(done, total)
         if len(val_rows):
             history.append(score(model))
-            logger.info("adapter epoch %d: loss %.4f, validation P@1 %.4f", epoch + 1, loss.item(), history[-1])
+            logger.info("adapter epoch %d: loss %.4f, held-out score %.4f", epoch + 1, loss.item(), history[-1])
             if history[-1] > history[best_epoch]:
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 best_epoch = epoch + 1
@@ -288,17 +290,16 @@ class AdaptedEncoder(SentenceEncoder):
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the adapter atomically (the base encoder is referred to by its registry name)."""
-        tmp = Path(f"{path}.tmp")
-        torch.save(
-            {
-                "base": self.base.name,
-                "src_lang": self.src_lang,
-                "tgt_lang": self.tgt_lang,
-                "adapter": self.model.state(),
-            },
-            tmp,
-        )
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            torch.save(
+                {
+                    "base": self.base.name,
+                    "src_lang": self.src_lang,
+                    "tgt_lang": self.tgt_lang,
+                    "adapter": self.model.state(),
+                },
+                tmp,
+            )
 
     @classmethod
     def load(

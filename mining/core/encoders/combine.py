@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from mining.core.encoders.base import DEFAULT_BATCH_SIZE, Progress, SentenceEncoder
+from mining.core.files import write_text_atomic
 
 
 class ConcatEncoder(SentenceEncoder):
@@ -76,9 +77,7 @@ def save_combination(path: str | os.PathLike[str], members: Sequence[tuple[str, 
                 else str(absolute)
             )
         rows.append({"name": name, "path": member_path, "weight": float(weight)})
-    tmp = Path(f"{path}.tmp")
-    tmp.write_text(json.dumps({"members": rows}, indent=1))
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps({"members": rows}, indent=1))
 
 
 def load_combination(

@@ -3,15 +3,14 @@ that check them read these without loading a model library. ``dan`` and ``adapte
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from mining.core.encoders.base import check_domain_weight
 from mining.core.encoders.tokenize import FeatureHasher
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class DanConfig:
     """Architecture and training hyper-parameters of the DAN dual encoder.
 
@@ -71,7 +70,7 @@ class DanConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-type dict (for checkpoints)."""
-        return dataclasses.asdict(self)
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DanConfig:

@@ -12,7 +12,6 @@ import contextlib
 import enum
 import logging
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from mining.core.encoders.base import (
 )
 from mining.core.encoders.configs import DanConfig
 from mining.core.encoders.tokenize import HashedBatch
+from mining.core.files import atomic_path
 from mining.core.hw import Compute, resolve_compute
 
 logger = logging.getLogger(__name__)
@@ -272,17 +272,8 @@ def checkpoint_dict(
 
 def save_checkpoint(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
     """torch.save to a temporary file beside ``path``, then ``os.replace`` (never a torn file)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(data, fh)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp:
+        torch.save(data, tmp)
 
 
 def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -8,7 +8,9 @@ from typing import Any, TypeVar
 
 from django.core.management.base import CommandError
 
-from mining.services.params import ParamsError, RunParams
+from mining.models import MiningRun
+from mining.params import ParamsError, RunParams
+from mining.services.runs import run_create
 
 P = TypeVar("P", bound=RunParams)
 
@@ -45,5 +47,14 @@ def params_from_options(params: type[P], options: dict[str, Any]) -> P:
     given = {spec.name: options[spec.name] for spec in params.specs() if options.get(spec.name) is not None}
     try:
         return params.from_dict(given)
+    except ParamsError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def create_run(**kwargs: Any) -> MiningRun:
+    """`run_create` for a command: its parameter and start-rule errors (`check_run_start`) become a CommandError with
+    the form's and the API's words ("tgt_lang: Pick two different languages ...")."""
+    try:
+        return run_create(**kwargs)
     except ParamsError as exc:
         raise CommandError(str(exc)) from None

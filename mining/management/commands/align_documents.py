@@ -1,33 +1,42 @@
-"""`manage.py align_documents RUN_ID [--threshold X]`: align the sentences of a document run's pairs."""
+"""`manage.py align_documents RUN_ID [--doc-threshold X] [--encoder NAME[:VERSION]]`: align the sentences of a
+document run's pairs (the languages and corpora are the document run's)."""
+
+import argparse
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mining.models import MiningRun, RunKind
+from mining.management.commands._args import add_param_arguments, create_run, params_from_options
+from mining.models import MiningRun
+from mining.params import AlignRunParams
 from mining.services.align_runs import execute_align_run
 from mining.services.execute import execute_run_service
-from mining.services.runs import run_create
 
 
 class Command(BaseCommand):
-    help = "Align the sentences inside the document pairs of a document run (pairs scoring >= --threshold)."
+    help = (
+        "Align the sentences inside the document pairs of a document run (pairs scoring >= --doc-threshold); the "
+        "languages and corpora are the document run's."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("run_id", type=int)
-        parser.add_argument("--threshold", type=float)
+        parser.add_argument("run_id", type=int, help="the document run whose pairs are aligned")
+        parser.add_argument("--encoder", help="encoder artefact as NAME or NAME:VERSION (default: the document run's)")
+        add_param_arguments(parser, AlignRunParams)
+        parser.add_argument("--threshold", dest="doc_threshold", help=argparse.SUPPRESS)  # the old name
         parser.add_argument("--async", dest="run_async", action="store_true")
 
-    def handle(self, *args, run_id, threshold, run_async, **o):
-        parent = MiningRun.objects.filter(pk=run_id, kind=RunKind.DOCUMENT).first()
+    def handle(self, *args, run_id, run_async, **o):
+        from mining.management.commands.mine import _encoder
+
+        parent = MiningRun.objects.filter(pk=run_id).first()
         if parent is None:
-            raise CommandError(f"run {run_id} is not a document run")
-        run = run_create(
-            kind=RunKind.ALIGN,
+            raise CommandError(f"no run {run_id}")
+        params = params_from_options(AlignRunParams, o)
+        run = create_run(
+            kind="align",
             parent=parent,
-            src_corpus=parent.src_corpus,
-            tgt_corpus=parent.tgt_corpus,
-            src_lang=parent.src_lang,
-            tgt_lang=parent.tgt_lang,
-            params={"threshold": threshold},
+            encoder=_encoder(o["encoder"]) if o["encoder"] else None,
+            params=params,
             enqueue=run_async,
         )
         if run_async:

@@ -15,7 +15,9 @@ from mining.services.export import (
     KeepMode,
     KeepRule,
     export_rows,
+    export_statement,
     export_stream,
+    write_statement,
 )
 from mining.services.export_parquet import write_parquet
 
@@ -42,7 +44,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--threshold", type=float, default=None, help="instead of the run's threshold")
         parser.add_argument("--include-filtered", action="store_true", help="keep pairs a pre-filter rejected too")
-        parser.add_argument("--header", action="store_true", help="TSV: a first line naming the columns")
+        parser.add_argument(
+            "--header",
+            action="store_true",
+            help="TSV: a first line naming the columns",
+        )
 
     def handle(self, *args, **o):
         run = MiningRun.objects.select_related("src_corpus", "tgt_corpus", "encoder").filter(pk=o["run_id"]).first()
@@ -54,12 +60,18 @@ class Command(BaseCommand):
             raise CommandError(f"run {run.pk} is {run.get_status_display().lower()}: export it once it has succeeded")
         rule = KeepRule(mode=KeepMode(o["keep"]), threshold=o["threshold"], include_filtered=o["include_filtered"])
         fmt = ExportFormat(o["format"])
+        statement = export_statement(run=run, rule=rule)
         if fmt is ExportFormat.PARQUET:
             if o["out"] == "-":
                 raise CommandError("Parquet is a binary file: give a file name, not -")
             with Path(o["out"]).open("wb") as fh:
                 n = write_parquet(
-                    export_rows(run, rule), fh, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang
+                    export_rows(run, rule),
+                    fh,
+                    run_id=run.pk,
+                    src_lang=run.src_lang,
+                    tgt_lang=run.tgt_lang,
+                    metadata=statement,
                 )
             self.stderr.write(f"run {run.pk}: {n} pair{'s' if n != 1 else ''} ({o['keep']}) written to {o['out']}")
             return
@@ -74,6 +86,10 @@ class Command(BaseCommand):
             chunks = export_stream(run=run, rule=rule, fmt=fmt, side=side or "src")
             header = TSV_HEADER if o["header"] and fmt is ExportFormat.TSV else ""
             lines = self._write(path, chunks, header=header, unit="<tu>" if fmt is ExportFormat.TMX else "\n")
+        if fmt is not ExportFormat.TMX:  # TMX says it in its header; the others in FILE.meta.json
+            for path in outputs.values():
+                if path is not None:
+                    write_statement(path, statement)
         info = run_threshold_info(run)
         threshold = o["threshold"] if o["threshold"] is not None else info.value
         where = ", ".join(str(p) for p in outputs.values() if p) or "standard output"

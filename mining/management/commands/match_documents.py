@@ -5,13 +5,12 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from mining.core.docmethod import DocMethod
-from mining.management.commands._args import add_param_arguments, params_from_options
+from mining.management.commands._args import add_param_arguments, create_run, params_from_options
 from mining.models import Corpus, MiningRun, RunKind
+from mining.params import DocumentRunParams
 from mining.services.doc_models import check_doc_model_params, execute_train_doc_model
 from mining.services.document_sites import execute_document_any
 from mining.services.execute import execute_run_service
-from mining.services.params import DocumentRunParams
-from mining.services.runs import run_create
 
 
 class Command(BaseCommand):
@@ -56,12 +55,12 @@ class Command(BaseCommand):
         if (o["train_corpus"] or o["train_on_matched_corpus"]) and not o["train"]:
             raise CommandError("--train-corpus and --train-on-matched-corpus need --train")
         chosen = params_from_options(DocumentRunParams, o)
-        params = chosen.to_dict()
+        params = chosen
         runs = []
         if o["train"]:
             runs.append(self._train_run(o, corpus, chosen.method))
         runs.append(
-            run_create(
+            create_run(
                 kind=RunKind.DOCUMENT,
                 src_corpus=corpus,
                 tgt_corpus=tgt_corpus,
@@ -96,7 +95,7 @@ class Command(BaseCommand):
                 "--train-on-matched-corpus to train on the pairs being matched (its figures are then not held out)"
             )
         model = "bow" if method is DocMethod.BOW else "hide"
-        return run_create(
+        return create_run(
             kind=RunKind.TRAIN_DOC_MODEL,
             src_corpus=train_corpus,
             src_lang=o["src"],

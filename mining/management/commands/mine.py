@@ -2,12 +2,11 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mining.management.commands._args import add_param_arguments, params_from_options
+from mining.management.commands._args import add_param_arguments, create_run, params_from_options
 from mining.models import Artefact, ArtefactKind, Corpus, RunKind
+from mining.params import SentenceRunParams
 from mining.services.execute import execute_run_service
 from mining.services.mining_runs import execute_sentence_run
-from mining.services.params import SentenceRunParams
-from mining.services.runs import run_create
 
 
 class Command(BaseCommand):
@@ -31,14 +30,14 @@ class Command(BaseCommand):
                 have = ", ".join(corpus.languages)
                 raise CommandError(f"corpus '{corpus}' has no '{lang}' sentences (it has: {have})")
         params = params_from_options(SentenceRunParams, o)
-        run = run_create(
+        run = create_run(
             kind=RunKind.SENTENCE,
             src_corpus=src_corpus,
             tgt_corpus=tgt_corpus,
             src_lang=o["src"],
             tgt_lang=o["tgt"],
             encoder=_encoder(o["encoder"]) if o["encoder"] else None,
-            params=params.to_dict(),
+            params=params,
             name=o["name"],
             enqueue=o["run_async"],
         )

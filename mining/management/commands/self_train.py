@@ -3,11 +3,10 @@ on the pairs its own mining of the corpus is sure of; no gold pair is trained on
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mining.management.commands._args import add_param_arguments, params_from_options
+from mining.management.commands._args import add_param_arguments, create_run, params_from_options
 from mining.models import Corpus, RunKind
+from mining.params import SelfTrainParams
 from mining.services.execute import execute_run_service
-from mining.services.params import SelfTrainParams
-from mining.services.runs import run_create
 from mining.services.self_training import execute_self_train_run
 
 
@@ -36,13 +35,13 @@ class Command(BaseCommand):
             if tgt_corpus is None:
                 raise CommandError(f"no corpus named '{o['tgt_corpus']}' (--tgt-corpus)")
         params = params_from_options(SelfTrainParams, o)
-        run = run_create(
+        run = create_run(
             kind=RunKind.SELF_TRAIN,
             src_corpus=corpus,
             tgt_corpus=tgt_corpus,
             src_lang=o["src"],
             tgt_lang=o["tgt"],
-            params=params.to_dict(),
+            params=params,
             name=f"self-train {o['src']}-{o['tgt']} on {corpus}",
             enqueue=o["run_async"],
         )

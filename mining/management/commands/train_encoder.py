@@ -3,10 +3,9 @@ gold pairs: the app's DAN, or an adapter over the pretrained encoder (`--base`, 
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mining.management.commands._args import comma_ints
+from mining.management.commands._args import comma_ints, create_run
 from mining.models import Corpus, RunKind
 from mining.services.execute import execute_run_service
-from mining.services.runs import run_create
 from mining.services.training_runs import ENCODER_MODELS, execute_train_encoder, training_config_from
 
 
@@ -78,7 +77,7 @@ class Command(BaseCommand):
             training_config_from(params)
         except (TypeError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
-        run = run_create(
+        run = create_run(
             kind=RunKind.TRAIN_ENCODER,
             src_corpus=corpus,
             src_lang=o["src"],

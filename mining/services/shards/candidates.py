@@ -22,8 +22,10 @@ from ...models import MiningRun, RunShard, SentencePairCandidate
 from ..default_threshold import default_threshold_for_run
 from ..jobs import job_mark_finished
 from ..params import SentenceRunParams
+from ..precision import precision_after_run
 from .context import Ctx, sentence_texts, side_ids
 from .plan import ShardError, load_npz, save_npz, write_atomic
+from .pqstages import query_shard_topk
 from .rows import chunk_count, record_stage_timing, run_rows, stage_counts
 
 
@@ -31,7 +33,7 @@ def _knn(ctx: Ctx) -> KnnResult:
     plan = ctx.need_plan
     out = {}
     for direction, shards in (("fwd", plan.src_shards), ("bwd", plan.tgt_shards)):
-        parts = [load_npz(ctx.folder / "search" / f"{direction}-{j:05d}.npz") for j in range(len(shards))]
+        parts = [query_shard_topk(ctx, plan, direction, j) for j in range(len(shards))]
         out[direction] = (np.concatenate([p["sims"] for p in parts]), np.concatenate([p["ids"] for p in parts]))
     return KnnResult(fwd_sims=out["fwd"][0], fwd_ids=out["fwd"][1], bwd_sims=out["bwd"][0], bwd_ids=out["bwd"][1])
 
@@ -138,9 +140,9 @@ def _stage_finish(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
         # which search ran and in which arithmetic: exact search in bf16 tiles on a visible GPU, else in int8 or
         # bf16 tiles with an exact re-score where the CPU has such units, else fp32 (hw.knn_path()); IVF: fp32, CPU
         knn={
-            "method": "ivf" if plan.ivf else "exact",
-            "compute": "fp32" if plan.ivf else knn_compute.value,
-            "device": "cpu" if plan.ivf else knn_device.value,
+            "method": "ivf-pq" if plan.pq else "ivf" if plan.ivf else "exact",
+            "compute": "fp32" if plan.ivf or plan.pq else knn_compute.value,
+            "device": "cpu" if plan.ivf or plan.pq else knn_device.value,
         },
         candidates=written,
         kept_after_filters=sum(1 for r in reasons if not r),
@@ -151,7 +153,8 @@ def _stage_finish(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     if ctx.run.stats.get("distributed"):
         record_stage_timing(ctx.run.pk, rows, "write")
         run = MiningRun.objects.get(pk=ctx.run.pk)
-        job_mark_finished(job=run, stats=stats)
+        if job_mark_finished(job=run, stats=stats):
+            precision_after_run(run)
     return {"stats": stats}
 
 

@@ -18,9 +18,11 @@ from pcapp.celery import app as celery_app
 from ...models import JobStatus, MiningRun, RunKind, RunShard
 from ..jobs import job_mark_failed, job_mark_finished, keeper_seconds, lease_seconds, queue_length
 from ..params import SentenceRunParams
+from ..precision import precision_after_run
 from ..progress import JobCancelled, ProgressReporter
 from .context import Ctx
 from .plan import STAGES, run_dir, run_files_delete
+from .pqstages import held_groups, search_target
 from .rows import (
     current_stage,
     done_count,
@@ -148,15 +150,25 @@ def shard_task_body(run_id: int, stage: str, shard_no: int) -> dict:
 
 
 def _dispatch_stage(run_id: int, rows: dict[tuple[str, int], dict], stage: str) -> list[int]:
-    """Send the unfinished, unheld shards of `stage` as one Celery group to the stage's queue."""
+    """Send the unfinished, unheld shards of `stage` as one Celery group to the stage's queue (a compressed run's
+    search shards: to their group's queue where a live worker holds that group, see `group_queues`)."""
     from celery import group
 
     todo = todo_shards(rows, stage)
     report_progress(run_id, rows, stage)
     if todo:
         task = SHARD_TASK[STAGE_QUEUE[stage]]
-        group(celery_app.signature(task, args=(run_id, stage, n)) for n in todo).apply_async()
-        logger.info("run %s: dispatched %s shards %s", run_id, stage, todo)
+        plan = plan_of(rows)
+        held = group_queues() if stage == "search" and plan is not None and plan.pq else {}
+        options: dict[int, dict] = {}
+        if held:
+            assert plan is not None
+            for n in todo:
+                queue = held.get(search_target(plan, n)[2])
+                if queue:
+                    options[n] = {"queue": queue}
+        group(celery_app.signature(task, args=(run_id, stage, n), **options.get(n, {})) for n in todo).apply_async()
+        logger.info("run %s: dispatched %s shards %s (%d to their holders)", run_id, stage, todo, len(options))
     return todo
 
 
@@ -167,7 +179,20 @@ def _finish_from_rows(run_id: int, rows: dict[tuple[str, int], dict]) -> bool:
     finish = rows.get(("finish", 0))
     if run is None or finish is None or finish["finished_at"] is None:
         return False
-    return job_mark_finished(job=run, stats=dict(finish["result"].get("stats", {})))
+    if not job_mark_finished(job=run, stats=dict(finish["result"].get("stats", {}))):
+        return False
+    precision_after_run(run)
+    return True
+
+
+def group_queues() -> dict[int, str]:
+    """{group: its queue} for the index groups a live worker holds (``./run worker --holds``; announced in the
+    broker's Redis by each worker's keeper); empty when none does or the broker cannot say: then `search`."""
+    try:
+        return held_groups()
+    except Exception:
+        logger.exception("could not read which index groups the workers hold")
+        return {}
 
 
 def run_kick(run_id: int) -> tuple[str | None, list[int]]:

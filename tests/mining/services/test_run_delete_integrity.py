@@ -13,7 +13,7 @@ from mining.models import Corpus, JobStatus, MiningRun, SentencePairCandidate
 from mining.services.corpora import corpus_delete
 from mining.services.runs import run_delete
 from tests.factories.annotation import LabelFactory
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 pytestmark = pytest.mark.django_db
 

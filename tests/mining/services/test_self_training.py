@@ -44,7 +44,7 @@ def test_self_training_reports_every_round_and_never_trains_on_gold_pairs():
     rounds = with_gold.stats["rounds"]
     assert [r["round"] for r in rounds] == list(range(len(rounds))) and len(rounds) >= 2
     assert rounds[0]["n_mutual"] > 150 and rounds[0]["n_pairs"] >= 8 and rounds[0]["best_epoch"] is None
-    assert rounds[1]["best_epoch"] is not None and len(rounds[1]["validation_p_at_1"]) == PARAMS["epochs"] + 1
+    assert rounds[1]["best_epoch"] is not None and len(rounds[1]["held_out_margin"]) == PARAMS["epochs"] + 1
     # The gold pairs give figures: every gold pair whose two texts are on the sides, P@1 of a real encoder.
     assert 0.5 * n_gold < rounds[0]["report"]["gold_pairs"] <= n_gold
     assert 0.5 < rounds[0]["report"]["gold_p_at_1"] <= 1.0
@@ -101,9 +101,9 @@ def test_with_the_subword_dan_a_combined_encoder_is_registered_and_gold_pairs_st
 
 @pytest.mark.django_db
 def test_self_train_command_runs_in_process_and_names_bad_parameters():
-    from tests.mining.services.test_mining_runs import _corpus
+    from tests.factories.mining import pairs_corpus
 
-    _corpus("self-mini")
+    pairs_corpus("self-mini")
     with pytest.raises(CommandError, match="no corpus named 'nope'"):
         call_command("self_train", "nope", "--src", "en", "--tgt", "fr")
     with pytest.raises(CommandError, match="rounds: must be at least 1 \\(got 0\\)"):

@@ -12,7 +12,7 @@ from mining.services.runs import run_create
 from mining.services.shards import stages
 from mining.services.shards.plan import load_npz, run_dir
 from pcapp.jobs import execute_job
-from tests.mining.services.test_mining_runs import _corpus, _pairs
+from tests.factories.mining import candidate_pairs, pairs_corpus
 
 
 def _run(corpus):
@@ -28,7 +28,7 @@ def _search_results(run) -> dict[int, dict]:
 
 @pytest.mark.django_db
 def test_backward_shards_merge_the_forward_shards_tiles_and_equal_one_shard(settings):
-    corpus = _corpus("shared-pass")
+    corpus = pairs_corpus("shared-pass")
     settings.PCAPP_SHARD_ROWS = 10**6
     whole = _run(corpus)
     settings.PCAPP_SHARD_ROWS = 5  # 3 shards a side
@@ -40,7 +40,7 @@ def test_backward_shards_merge_the_forward_shards_tiles_and_equal_one_shard(sett
     # The same pairs in the same order. The scores agree to 1e-5, not exactly: the two runs embed in different
     # batches (5 sentences or all), and an fp32 encoder's matrix products round differently with the batch's shape
     # (seen on a CPU without bf16 units: up to 6e-6 in a similarity).
-    got, want = _pairs(sharded), _pairs(whole)
+    got, want = candidate_pairs(sharded), candidate_pairs(whole)
     assert [p[:2] for p in got] == [p[:2] for p in want]
     np.testing.assert_allclose([p[2] for p in got], [p[2] for p in want], rtol=1e-5)
     one = load_npz(run_dir(whole.pk) / "search" / "bwd-00000.npz")
@@ -52,7 +52,7 @@ def test_backward_shards_merge_the_forward_shards_tiles_and_equal_one_shard(sett
 @pytest.mark.django_db
 def test_a_backward_shard_missing_a_part_searches_by_itself(settings, monkeypatch):
     settings.PCAPP_SHARD_ROWS = 5
-    corpus = _corpus("shared-missing")
+    corpus = pairs_corpus("shared-missing")
     reference = _run(corpus)
     search = stages.STAGE_FN["search"]
 
@@ -67,4 +67,4 @@ def test_a_backward_shard_missing_a_part_searches_by_itself(settings, monkeypatc
     results = _search_results(run)
     assert [results[n].get("shared_pass", False) for n in range(3, 6)] == [True, False, True]
     assert results[4]["index_shards"] == 3
-    assert _pairs(run) == _pairs(reference)
+    assert candidate_pairs(run) == candidate_pairs(reference)

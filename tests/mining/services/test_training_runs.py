@@ -2,10 +2,10 @@
 
 import pytest
 
-from mining.models import Artefact, ArtefactKind, GoldSentencePair, JobStatus, RunKind, Sentence, SentencePairCandidate
+from mining.models import Artefact, ArtefactKind, JobStatus, RunKind, SentencePairCandidate
 from mining.services.runs import run_create
 from pcapp.jobs import execute_job
-from tests.mining.services.test_mining_runs import PAIRS, _corpus
+from tests.factories.mining import PAIRS, gold_corpus, pairs_corpus
 
 
 def _execute(corpus, kind: str = RunKind.TRAIN_ENCODER, **kwargs):
@@ -23,18 +23,9 @@ def _assert_mines_with(corpus, encoder) -> None:
     assert SentencePairCandidate.objects.filter(run=mine).count() > 0
 
 
-def _with_gold(name: str):
-    corpus = _corpus(name)
-    en = {s.text: s for s in Sentence.objects.filter(corpus=corpus, lang="en")}
-    fr = {s.text: s for s in Sentence.objects.filter(corpus=corpus, lang="fr")}
-    for e, f in PAIRS:
-        GoldSentencePair.objects.create(corpus=corpus, src=en[e], tgt=fr[f])
-    return corpus
-
-
 @pytest.mark.django_db
 def test_train_encoder_run_registers_a_versioned_artefact_that_mining_can_use():
-    corpus = _with_gold("train-mini")
+    corpus = gold_corpus("train-mini")
     params = {"epochs": 2, "hard_epochs": 1, "hard_negatives": 2, "batch_size": 8, "n_buckets": 4096, "seed": 1}
     run = _execute(corpus, params=params)
     assert run.status == JobStatus.SUCCEEDED, run.error
@@ -53,7 +44,7 @@ def test_train_encoder_command_passes_character_ngrams():
 
     from mining.services.encoders import load_encoder
 
-    corpus = _with_gold("train-sub")
+    corpus = gold_corpus("train-sub")
     call_command(
         "train_encoder",
         "train-sub",
@@ -87,16 +78,16 @@ def test_train_encoder_command_passes_character_ngrams():
 
 @pytest.mark.django_db
 def test_training_rejects_unknown_parameters_and_corpora_without_gold():
-    corpus = _corpus("no-gold")
-    run = _execute(corpus, params={"epoch": 3})
-    assert run.status == JobStatus.FAILED and "unknown training parameters: epoch" in run.error
+    corpus = pairs_corpus("no-gold")
+    with pytest.raises(ValueError, match="epoch: is not a parameter of train_encoder runs"):
+        _execute(corpus, params={"epoch": 3})
     run = _execute(corpus)
     assert run.status == JobStatus.FAILED and "0 gold en-fr pairs" in run.error
 
 
 @pytest.mark.django_db
 def test_adapter_training_run_registers_an_adapted_encoder_that_mining_can_use():
-    corpus = _with_gold("train-adapter")
+    corpus = gold_corpus("train-adapter")
     params = {"model": "adapter", "epochs": 2, "batch_size": 4, "hard_negatives": 2, "validation": 0.0, "seed": 0}
     run = _execute(corpus, params=params)
     assert run.status == JobStatus.SUCCEEDED, run.error
@@ -108,13 +99,13 @@ def test_adapter_training_run_registers_an_adapted_encoder_that_mining_can_use()
 
 @pytest.mark.django_db
 def test_adapter_training_rejects_dan_only_parameters_and_unknown_models():
-    corpus = _with_gold("train-adapter-bad")
+    corpus = gold_corpus("train-adapter-bad")
     for params, message in (
-        ({"model": "adapter", "hard_epochs": 2}, "unknown training parameters: hard_epochs"),
-        ({"model": "lstm"}, "unknown encoder model 'lstm'"),
+        ({"model": "adapter", "hard_epochs": 2}, "hard_epochs: is not a parameter of train_encoder runs"),
+        ({"model": "lstm"}, "model: 'lstm' is not one of: dan, adapter"),
     ):
-        run = _execute(corpus, params=params)
-        assert run.status == JobStatus.FAILED and message in run.error, run.error
+        with pytest.raises(ValueError, match=message):  # refused before the run exists
+            _execute(corpus, params=params)
 
 
 @pytest.mark.django_db
@@ -123,8 +114,8 @@ def test_training_on_a_background_corpus_weights_the_runs_own_pairs_and_combines
 
     from mining.services.encoders import combine_encoders, encoder_default, load_encoder
 
-    corpus = _with_gold("train-domain")
-    _with_gold("train-background")
+    corpus = gold_corpus("train-domain")
+    gold_corpus("train-background")
     params = {
         "model": "adapter",
         "epochs": 2,
@@ -174,9 +165,10 @@ def test_training_on_a_background_corpus_weights_the_runs_own_pairs_and_combines
             call_command("combine_encoders", *args)
     with pytest.raises(CommandError, match="no corpus named 'nowhere'"):
         call_command("train_encoder", "train-domain", "--src", "en", "--tgt", "fr", "--background", "nowhere")
+    with pytest.raises(ValueError, match="settings: domain_weight must be a whole number >= 1, got 0"):
+        _execute(corpus, params={"model": "adapter", "domain_weight": 0})  # the config refuses it at creation
     for bad, message in (
         ({"background": "train-domain"}, "another corpus"),
-        ({"domain_weight": 0}, "domain_weight"),
         ({"background": "gone"}, "no corpus named 'gone'"),
     ):
         run = _execute(corpus, params={"model": "adapter", **bad})

@@ -12,7 +12,13 @@ from mining.core.knn import knn_exact
 from mining.core.margin import Margin
 from mining.models import Artefact, ArtefactKind, DocumentPairCandidate, JobStatus, RunKind, SentencePairCandidate
 from mining.services.vote_calibration import VoteCalibration
-from tests.mining.services.test_document_runs import _run, corpus  # noqa: F401  (corpus is a fixture)
+from tests.factories.mining import docs_corpus, execute_run
+
+
+@pytest.fixture
+def corpus():
+    """The imported en-fr documentation corpus (tests/data/import/admin-docs.jsonl)."""
+    return docs_corpus()
 
 
 def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -64,14 +70,14 @@ def _label_candidates(run, django_user_model) -> None:
 
 
 @pytest.mark.django_db
-def test_sentence_vote_uses_the_latest_calibration_and_records_its_version(corpus, django_user_model):  # noqa: F811
-    cosine = _run(
+def test_sentence_vote_uses_the_latest_calibration_and_records_its_version(corpus, django_user_model):
+    cosine = execute_run(
         kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "sentence_vote"}
     )
     assert cosine.stats["f1"] == "cosine" and "no calibration model for en-fr" in cosine.stats["f1_note"]
     assert {p.evidence["f1"] for p in DocumentPairCandidate.objects.filter(run=cosine)} == {"cosine"}
     # Reviewers' labels on a sentence run of the same corpus train the pair's calibration head.
-    sentences = _run(
+    sentences = execute_run(
         kind=RunKind.SENTENCE,
         src_corpus=corpus,
         src_lang="en",
@@ -79,11 +85,11 @@ def test_sentence_vote_uses_the_latest_calibration_and_records_its_version(corpu
         params={"k": 3, "filters": False, "strategy": "forward"},
     )
     _label_candidates(sentences, django_user_model)
-    _run(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"method": "head"})
+    execute_run(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"method": "head"})
     artefact = Artefact.objects.get(kind=ArtefactKind.CALIBRATION)
     assert artefact.params["phi"] == {"margin": "ratio", "k": 3}
     assert artefact.params["encoder"] == sentences.encoder_id
-    calibrated = _run(
+    calibrated = execute_run(
         kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "sentence_vote"}
     )
     assert calibrated.stats["f1"] == "calibrated"
@@ -99,12 +105,12 @@ def test_sentence_vote_uses_the_latest_calibration_and_records_its_version(corpu
     before = dict(DocumentPairCandidate.objects.filter(run=cosine).values_list("src_id", "score"))
     assert any(before.get(p.src_id) != pytest.approx(p.score) for p in pairs)  # f1 did change the votes
     # A newer version is taken up; switching it off, or a model of another encoder, falls back to the cosine.
-    _run(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"method": "platt"})
-    newer = _run(
+    execute_run(kind=RunKind.CALIBRATE, src_lang="en", tgt_lang="fr", params={"method": "platt"})
+    newer = execute_run(
         kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "sentence_vote"}
     )
     assert newer.stats["calibration"]["version"] == 2 and newer.stats["calibration"]["method"] == "platt"
-    off = _run(
+    off = execute_run(
         kind=RunKind.DOCUMENT,
         src_corpus=corpus,
         src_lang="en",
@@ -113,12 +119,14 @@ def test_sentence_vote_uses_the_latest_calibration_and_records_its_version(corpu
     )
     assert off.stats["f1"] == "cosine" and "switched off" in off.stats["f1_note"]
     Artefact.objects.filter(kind=ArtefactKind.CALIBRATION).update(params={"method": "platt", "encoder": -1})
-    foreign = _run(
+    foreign = execute_run(
         kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "sentence_vote"}
     )
     assert foreign.stats["f1"] == "cosine" and "trained on the scores of encoder -1" in foreign.stats["f1_note"]
     assert foreign.status == JobStatus.SUCCEEDED
-    count = _run(kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "count"})
+    count = execute_run(
+        kind=RunKind.DOCUMENT, src_corpus=corpus, src_lang="en", tgt_lang="fr", params={"method": "count"}
+    )
     assert "f1" not in count.stats
 
 

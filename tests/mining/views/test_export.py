@@ -9,11 +9,10 @@ from xml.etree import ElementTree
 import pytest
 from django.urls import reverse
 
-from mining.models import DocumentPairCandidate, MiningRun, RunKind, SentencePairCandidate
+from mining.models import MiningRun
 from mining.services.export import ExportFormat, KeepMode, KeepRule, export_build_file, export_files
 from mining.tasks import export_run
-from tests.factories.mining import DocumentFactory, MiningRunFactory, SentenceFactory
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_document_run, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -110,11 +109,13 @@ def test_task_builds_moses_zip_and_page_links_it(staff_client, run):
     with zipfile.ZipFile(path) as zf:
         names = sorted(zf.namelist())
         assert names == [
+            "metadata.json",  # the threshold, its source, the precision stated (or why none is)
             f"run{run.pk}-en-fr-threshold.en",
             f"run{run.pk}-en-fr-threshold.fr",
             f"run{run.pk}-en-fr-threshold.scores",
         ]
-        assert zf.read(names[0]).decode().splitlines() == ["Hello <world> & co", "Good night"]
+        assert zf.read(names[1]).decode().splitlines() == ["Hello <world> & co", "Good night"]
+        assert json.loads(zf.read("metadata.json"))["threshold"] == 1.1
     page = staff_client.get(reverse("run-export", args=[run.pk])).content.decode()
     link = reverse("run-export-download", args=[run.pk, path.name])
     assert link in page
@@ -145,61 +146,6 @@ def test_build_file_counts_tmx_pairs(run):
 
 
 # --- document runs ------------------------------------------------------------------------------------------------
-
-
-def make_document_run(*, aligned: bool):
-    """A document run with 3 document pairs (scores 1.5, 1.2 pre-filtered, 1.1; run threshold 1.0) of 2-sentence
-    pages, and with `aligned` a succeeded alignment run holding each pair's 2 sentence pairs (one flagged identical)."""
-    run = MiningRunFactory(kind=RunKind.DOCUMENT, params={"method": "rerank", "threshold": 1.0})
-    pairs = []
-    for i, (score, reason) in enumerate([(1.5, ""), (1.2, "word_ratio"), (1.1, "")]):
-        docs = []
-        for lang, word in (("en", "Page"), ("fr", "Feuille")):
-            doc = DocumentFactory(
-                corpus=run.src_corpus,
-                lang=lang,
-                external_id=f"p{i}",
-                title=f"{word} {i}",
-                url=f"https://example.invalid/{lang}/{i}",
-                n_sentences=2,
-            )
-            for k in range(2):
-                SentenceFactory(document=doc, position=k, text=f"{word} {i} line {k}.")
-            docs.append(doc)
-        pairs.append(
-            DocumentPairCandidate.objects.create(
-                run=run,
-                src=docs[0],
-                tgt=docs[1],
-                cosine=0.9,
-                score=score,
-                rank=i + 1,
-                strategy="max_score",
-                filter_reason=reason,
-                evidence={"method": "rerank", "retrieval": {"by": "hide", "rank": 1}},
-            )
-        )
-    if aligned:
-        align = MiningRunFactory(kind=RunKind.ALIGN, parent=run, src_corpus=run.src_corpus, params={})
-        rank = 0
-        for pair in pairs:
-            src = list(pair.src.sentences.order_by("position"))
-            tgt = list(pair.tgt.sentences.order_by("position"))
-            for k in range(2):
-                rank += 1
-                SentencePairCandidate.objects.create(
-                    run=align,
-                    src=src[k],
-                    tgt=tgt[k],
-                    cosine=0.8,
-                    score=0.8,
-                    rank=rank,
-                    strategy="align",
-                    filter_reason="identical" if (pair.rank, k) == (3, 1) else "",
-                    doc_pair=pair,
-                    evidence={"bead": [1, 1]},
-                )
-    return run
 
 
 def _download(client, run, **params) -> str:

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from mining.models import Artefact, ArtefactKind, SentencePairCandidate
 from mining.services.export import ExportFormat, KeepMode, KeepRule, export_build_file, export_stream
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 pytestmark = pytest.mark.django_db
 

@@ -79,6 +79,16 @@ def test_failed_import_shows_its_error_escaped(staff_client):
     assert "a&lt;script&gt;.tsv" in page and "&lt;b&gt;x&lt;/b&gt;" in page and "<script>" not in page
 
 
+def test_a_pending_import_page_links_onwards(staff_client):
+    job = ImportJob.objects.create(corpus_name="later", format="tsv", status=JobStatus.PENDING)
+    page = staff_client.get(reverse("import-detail", args=[job.pk])).content.decode()
+    waiting = page[page.index('id="while-pending"') :]
+    assert "Waiting for a worker to take it" in waiting
+    for name in ("import-list", "corpus-list", "dashboard"):
+        assert f'href="{reverse(name)}"' in waiting
+    assert f'<a href="{reverse("import-list")}">Imports</a>' in page  # the crumbs
+
+
 @pytest.mark.worker
 def test_import_runs_on_a_real_worker(celery_worker_process, staff_user):
     from django.core.management import call_command

@@ -11,7 +11,7 @@ from django.urls import reverse
 from mining.models import SentencePairCandidate
 from mining.selectors import candidate_page, run_compare, score_histogram
 from tests.factories.annotation import LabelFactory
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 pytestmark = pytest.mark.django_db
 

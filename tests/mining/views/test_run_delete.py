@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from mining.models import JobStatus, MiningRun, SentencePairCandidate
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import make_run
 
 pytestmark = pytest.mark.django_db
 

