@@ -5,9 +5,11 @@ The queue itself (which item a reviewer gets) is `services.item_claim`; its algo
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from itertools import combinations
 from typing import Any
 
@@ -19,10 +21,11 @@ from django.urls import reverse
 
 from mining.core.agreement import cohen_kappa, fleiss_kappa
 from mining.core.calibration.estimates import weighted_proportion
-from mining.models import Sentence
+from mining.models import Sentence, SentencePairCandidate
 from pcapp.roles import is_staff
+from pcapp.sql import prepared_cursor
 
-from .models import Campaign, CampaignItem, Label, LabelMode, Sampler, Verdict
+from .models import Assignment, Campaign, CampaignItem, Label, LabelMode, Sampler, Verdict
 
 
 def _count(qs: QuerySet) -> Subquery:
@@ -54,10 +57,29 @@ def campaigns_for(user: Any) -> QuerySet[Campaign]:
     ).order_by("-created_at")
 
 
+_CAMPAIGN_FIELDS = [f.attname for f in Campaign._meta.concrete_fields]
+_CAMPAIGN_SQL = (
+    f"SELECT {', '.join('c.' + f.column for f in Campaign._meta.concrete_fields)} FROM {Campaign._meta.db_table} c "
+    "WHERE c.id = %(c)s"
+)
+_REVIEWERS = Campaign.reviewers.through._meta.db_table
+CAMPAIGN_FOR_SQL = {
+    True: _CAMPAIGN_SQL,
+    False: _CAMPAIGN_SQL
+    + f" AND EXISTS (SELECT 1 FROM {_REVIEWERS} r WHERE r.campaign_id = c.id AND r.user_id = %(u)s)",
+}
+"""campaign_for's query, by whether the user is staff (who may see every campaign)."""
+
+
 def campaign_for(user: Any, pk: int) -> Campaign:
-    """A campaign the user may review (DoesNotExist otherwise)."""
-    qs = Campaign.objects.all() if user.is_staff else Campaign.objects.filter(reviewers=user)
-    return qs.get(pk=pk)
+    """A campaign the user may review (DoesNotExist otherwise). Plain SQL: it runs on every review request, and the
+    ORM's compilation of the query cost more than the query (the fields need no conversion from the database)."""
+    with prepared_cursor() as cur:
+        cur.execute(CAMPAIGN_FOR_SQL[bool(user.is_staff)], {"c": pk, "u": user.pk})
+        row = cur.fetchone()
+    if row is None:
+        raise Campaign.DoesNotExist(f"no campaign {pk} among the user's")
+    return Campaign.from_db(connection.alias, _CAMPAIGN_FIELDS, row)
 
 
 @dataclass(frozen=True)
@@ -72,26 +94,88 @@ class ItemCard:
     tgt_neighbours: list[tuple[str, float]]
 
 
-def item_card(item: CampaignItem) -> ItemCard:
-    """The item's two sentences and its mining evidence with the competing neighbours' texts.
+@dataclass(frozen=True)
+class ReviewState:
+    """What the review page shows a reviewer: their current item's card (None without a current item), when they
+    claimed it, and their progress (items judged, items left)."""
 
-    One query for the neighbours when the item comes with its sentences and candidate loaded (as `item_claim`
-    returns it), two otherwise."""
-    loaded = all(f.is_cached(item) for f in (CampaignItem.src, CampaignItem.tgt, CampaignItem.sentence_pair))
-    if not loaded:
-        item = CampaignItem.objects.select_related("src", "tgt", "sentence_pair").get(pk=item.pk)
-    evidence = item.sentence_pair.evidence if item.sentence_pair else {}
-    neighbours = evidence.get("src_neighbours", []) + evidence.get("tgt_neighbours", [])
-    ids = [int(i) for i, _ in neighbours]
-    texts = dict(Sentence.objects.filter(pk__in=ids).values_list("id", "text")) if ids else {}
-    return ItemCard(
-        item=item,
-        src=item.src,
-        tgt=item.tgt,
-        evidence=evidence,
-        src_neighbours=[(texts.get(int(i), "?"), s) for i, s in evidence.get("src_neighbours", [])],
-        tgt_neighbours=[(texts.get(int(i), "?"), s) for i, s in evidence.get("tgt_neighbours", [])],
+    card: ItemCard | None
+    claimed_at: datetime | None
+    n_done: int
+    n_left: int
+
+
+def _neighbours(evidence: dict, key: str, texts: dict) -> list[tuple[str, float]]:
+    return [(texts.get(str(int(i)), "?"), s) for i, s in evidence.get(key, [])]
+
+
+def _as_array(path: str) -> str:
+    return f"CASE jsonb_typeof({path}) WHEN 'array' THEN {path} ELSE '[]'::jsonb END"
+
+
+_STATE_SQL = f"""
+SELECT a.claimed_at, i.id, i.position, i.run_id, i.sentence_pair_id, i.document_pair_id, i.src_id, i.tgt_id,
+  i.is_control, s.lang, s.text, t.lang, t.text, {{evidence}},
+  (SELECT count(*) FROM {CampaignItem._meta.db_table} WHERE campaign_id = %(c)s),
+  (SELECT count(*) FROM {Label._meta.db_table} WHERE campaign_id = %(c)s AND reviewer_id = %(r)s)
+FROM (SELECT 1) AS one
+LEFT JOIN {Assignment._meta.db_table} a ON a.campaign_id = %(c)s AND a.reviewer_id = %(r)s
+LEFT JOIN {CampaignItem._meta.db_table} i ON i.id = a.item_id
+LEFT JOIN {Sentence._meta.db_table} s ON s.id = i.src_id
+LEFT JOIN {Sentence._meta.db_table} t ON t.id = i.tgt_id
+{{join}}
+"""
+_NEIGHBOURS = " || ".join(_as_array(f"p.evidence->'{key}'") for key in ("src_neighbours", "tgt_neighbours"))
+_EVIDENCE = (
+    f"p.evidence, (SELECT jsonb_object_agg(n.id, n.text) FROM {Sentence._meta.db_table} n "
+    f"WHERE n.id IN (SELECT (e->>0)::bigint FROM jsonb_array_elements({_NEIGHBOURS}) e))"
+)
+REVIEW_STATE_SQL = {
+    False: _STATE_SQL.format(
+        evidence=_EVIDENCE, join=f"LEFT JOIN {SentencePairCandidate._meta.db_table} p ON p.id = i.sentence_pair_id"
+    ),
+    True: _STATE_SQL.format(evidence="NULL, NULL", join=""),
+}
+"""The review state's query, by the campaign's blindness: a blind campaign's card never loads the evidence."""
+
+
+def review_state(campaign: Campaign, reviewer: Any) -> ReviewState:
+    """The reviewer's current item with everything its card shows (sentences, and unless the campaign is blind the
+    mining evidence and the competing neighbours' texts) and their progress, in one query (no lock, no transaction).
+    It runs on every review request: plain SQL, since the ORM's compilation of the joins cost more than the query."""
+    with prepared_cursor() as cur:
+        cur.execute(REVIEW_STATE_SQL[bool(campaign.blind)], {"c": campaign.pk, "r": reviewer.pk})
+        row = cur.fetchone()
+    claimed_at, item_id, n_items, n_mine = row[0], row[1], row[15], row[16]
+    if item_id is None:
+        return ReviewState(card=None, claimed_at=None, n_done=n_mine, n_left=n_items - n_mine)
+    position, run_id, pair_id, doc_pair_id, src_id, tgt_id, is_control = row[2:9]
+    item = CampaignItem(
+        id=item_id,
+        campaign_id=campaign.pk,
+        run_id=run_id,
+        position=position,
+        sentence_pair_id=pair_id,
+        document_pair_id=doc_pair_id,
+        src_id=src_id,
+        tgt_id=tgt_id,
+        is_control=is_control,
     )
+    item._state.adding, item._state.db = False, connection.alias
+    src = Sentence(id=src_id, lang=row[9], text=row[10]) if src_id is not None else None
+    tgt = Sentence(id=tgt_id, lang=row[11], text=row[12]) if tgt_id is not None else None
+    evidence, texts = row[13], row[14]
+    evidence = (json.loads(evidence) if isinstance(evidence, str) else evidence) or {}
+    texts = (json.loads(texts) if isinstance(texts, str) else texts) or {}
+    card = ItemCard(
+        item=item,
+        src=src,
+        tgt=tgt,
+        evidence=evidence,
+        src_neighbours=_neighbours(evidence, "src_neighbours", texts),
+        tgt_neighbours=_neighbours(evidence, "tgt_neighbours", texts),
+    )
+    return ReviewState(card=card, claimed_at=claimed_at, n_done=n_mine, n_left=n_items - n_mine)
 
 
 def history(campaign: Campaign, reviewer: Any) -> list[Label]:
@@ -101,20 +185,6 @@ def history(campaign: Campaign, reviewer: Any) -> list[Label]:
         .select_related("item__src", "item__tgt")
         .order_by("created_at", "id")
     )
-
-
-def progress(campaign: Campaign, reviewer: Any) -> tuple[int, int]:
-    """(items this reviewer has judged, items left for them), in one query. A reviewer labels an item at most once
-    (label_once_per_item), so what is left is the campaign's items less the reviewer's labels in it. Plain SQL: it
-    runs on every review request, and the ORM's compilation of the same subqueries cost more than the query."""
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT (SELECT count(*) FROM annotation_campaignitem WHERE campaign_id = %(c)s),"
-            " (SELECT count(*) FROM annotation_label WHERE campaign_id = %(c)s AND reviewer_id = %(r)s)",
-            {"c": campaign.pk, "r": reviewer.pk},
-        )
-        n_items, n_mine = cur.fetchone()
-    return n_mine, n_items - n_mine
 
 
 @dataclass(frozen=True)

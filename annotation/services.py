@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from mining.models import (
 from mining.selectors import run_threshold, run_threshold_info, samples
 from pcapp.dbretry import retry_on_conflict
 from pcapp.roles import is_staff
+from pcapp.sql import prepared_cursor
 
 from .models import Assignment, Campaign, CampaignItem, Label, LabelMode, Sampler, Verdict
 from .spec import SEED_MAX, CampaignSpec
@@ -58,7 +59,8 @@ def _lock_reviewer(reviewer: Any) -> None:
     transaction: parallel requests of one reviewer (several tabs, a double click, a burst of page loads) then run one
     after the other instead of racing into `one_current_item`. FOR NO KEY UPDATE does not block rows that merely
     reference the user (labels, assignments of other transactions)."""
-    list(get_user_model().objects.select_for_update(no_key=True).filter(pk=reviewer.pk).values_list("pk"))
+    with prepared_cursor() as cur:
+        cur.execute(f"SELECT id FROM {get_user_model()._meta.db_table} WHERE id = %s FOR NO KEY UPDATE", [reviewer.pk])
 
 
 def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]]:
@@ -262,25 +264,38 @@ def campaign_create(
     return campaign
 
 
+ASSIGNMENT = Assignment._meta.db_table
+LABEL_COLUMNS = [f for f in Label._meta.concrete_fields if not f.primary_key]
+"""What a campaign judgement writes (services._submit, one statement with the claim's release)."""
 CARD = ("item__src", "item__tgt", "item__sentence_pair")
-"""What the item card shows, loaded with the reviewer's assignment (selectors.item_card then needs no query)."""
+"""The item's sentences and candidate, loaded with the reviewer's assignment by item_claim."""
 
 
 def _current(campaign: Campaign, reviewer: Any) -> Assignment | None:
     return Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related(*CARD).first()
 
 
+def claim_cutoff() -> datetime:
+    """Claims made before this no longer hold their items (CLAIM_SECONDS)."""
+    return timezone.now() - timedelta(seconds=CLAIM_SECONDS)
+
+
 def item_claim(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | None, str]:
     """The reviewer's current item, claiming the next free one when there is none: (item, reason).
 
-    A live current item is a plain read (one query, no transaction). Otherwise, under the reviewer's lock
-    (`_lock_reviewer`, so parallel first loads of the page share one claim), the current item is looked up again,
-    an expired claim of it renewed, else `claim_next` takes the next free item (queue.md).
+    A live current item is a plain read (one query, no transaction); otherwise `claim_locked`.
     """
-    cutoff = timezone.now() - timedelta(seconds=CLAIM_SECONDS)
     current = _current(campaign, reviewer)
-    if current and current.claimed_at > cutoff:
+    if current and current.claimed_at > claim_cutoff():
         return current.item, "current"
+    return claim_locked(campaign=campaign, reviewer=reviewer)
+
+
+def claim_locked(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | None, str]:
+    """item_claim when the reviewer seemed to have no live current item: under the reviewer's lock
+    (`_lock_reviewer`, so parallel first loads of the page share one claim), the current item is looked up again,
+    an expired claim of it renewed, else `claim_next` takes the next free item (queue.md)."""
+    cutoff = claim_cutoff()
     with transaction.atomic():
         _lock_reviewer(reviewer)  # then look again: a parallel request of this reviewer may have claimed meanwhile
         current = _current(campaign, reviewer)
@@ -303,10 +318,10 @@ def claim_next(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
     on the item at their commit (a FOR UPDATE here deadlocked with them: issue 29). A claim older than CLAIM_SECONDS
     stops counting; whoever claims the item next deletes it (its holder then gets 409).
     """
-    cutoff = timezone.now() - timedelta(seconds=CLAIM_SECONDS)
+    cutoff = claim_cutoff()
     skipped: list[int] = [0]
-    while True:
-        with connection.cursor() as cur:
+    with prepared_cursor() as cur:
+        while True:
             cur.execute(
                 """
                 SELECT i.id FROM annotation_campaignitem i
@@ -336,21 +351,32 @@ def claim_next(*, campaign: Campaign, reviewer: Any) -> tuple[CampaignItem | Non
             if taken < campaign.overlap:
                 break
             skipped.append(row[0])
-    if expired:  # expired claims on this item are taken over: their holders' submissions become stale (409)
-        Assignment.objects.filter(item_id=row[0], claimed_at__lte=cutoff).delete()
-    item = CampaignItem.objects.select_related("src", "tgt", "sentence_pair").get(pk=row[0])
-    Assignment.objects.create(campaign=campaign, item=item, reviewer=reviewer)
-    return item, "claimed"
+        if expired:  # expired claims on this item are taken over: their holders' submissions become stale (409)
+            cur.execute(f"DELETE FROM {ASSIGNMENT} WHERE item_id = %s AND claimed_at <= %s", [row[0], cutoff])
+        cur.execute(
+            f"INSERT INTO {ASSIGNMENT} (campaign_id, item_id, reviewer_id, claimed_at) VALUES (%s, %s, %s, %s)",
+            [campaign.pk, row[0], reviewer.pk, timezone.now()],
+        )
+    # The item without a query: its other fields load when first read (the review page reads its card in one query,
+    # selectors.review_state; the API needs only its id).
+    return CampaignItem.from_db(connection.alias, ["id", "campaign_id"], [row[0], campaign.pk]), "claimed"
 
 
-def check_current(campaign: Campaign, reviewer: Any, item_id: int) -> Assignment:
-    """The reviewer's assignment, which must be `item_id` (else the submission is stale)."""
-    current = Assignment.objects.filter(campaign=campaign, reviewer=reviewer).select_related("item").first()
-    if current is None or current.item_id != item_id:
+def check_current(campaign: Campaign, reviewer: Any, item_id: int) -> tuple[int, int | None, int | None]:
+    """The reviewer's assignment, which must be of `item_id` (else the submission is stale): (assignment id, the
+    item's sentence pair id, its document pair id)."""
+    with prepared_cursor() as cur:
+        cur.execute(
+            f"SELECT a.id, a.item_id, i.sentence_pair_id, i.document_pair_id FROM {ASSIGNMENT} a "
+            f"JOIN {CampaignItem._meta.db_table} i ON i.id = a.item_id WHERE a.campaign_id = %s AND a.reviewer_id = %s",
+            [campaign.pk, reviewer.pk],
+        )
+        current = cur.fetchone()
+    if current is None or current[1] != item_id:
         if Label.objects.filter(item_id=item_id, reviewer=reviewer).exists():
             raise DuplicateLabel("you have already judged this item")
         raise StaleItem("this item is no longer your current one; the page shows your current item")
-    return current
+    return current[0], current[2], current[3]
 
 
 @transaction.atomic
@@ -375,24 +401,36 @@ def _submit(
     if verdict not in Verdict.values:
         raise ReviewError(f"verdict must be GOOD or BAD, not '{verdict}'")
     _lock_reviewer(reviewer)
-    assignment = check_current(campaign, reviewer, item_id)
-    item = assignment.item
-    try:  # a racing double submission hits label_once_per_item; the whole transaction is then rolled back
-        label = Label.objects.create(
-            campaign=campaign,
-            item=item,
-            reviewer=reviewer,
-            sentence_pair_id=item.sentence_pair_id,
-            document_pair_id=item.document_pair_id,
-            verdict=verdict,
-            mode=LabelMode.CAMPAIGN,
-            reasons=list(reasons),
-            comment=comment,
-            seconds_spent=max(0.0, min(float(seconds), 3600.0)),
-        )
+    assignment_id, pair_id, doc_pair_id = check_current(campaign, reviewer, item_id)
+    label = Label(
+        campaign=campaign,
+        item_id=item_id,
+        reviewer=reviewer,
+        sentence_pair_id=pair_id,
+        document_pair_id=doc_pair_id,
+        verdict=verdict,
+        mode=LabelMode.CAMPAIGN,
+        reasons=list(reasons),
+        comment=comment,
+        seconds_spent=max(0.0, min(float(seconds), 3600.0)),
+        created_at=timezone.now(),
+    )
+    # The label and the claim's release in one statement. A racing double submission hits label_once_per_item; the
+    # whole transaction is then rolled back.
+    columns = [f.column for f in LABEL_COLUMNS]
+    values = [f.get_db_prep_save(getattr(label, f.attname), connection) for f in LABEL_COLUMNS]
+    try:
+        with prepared_cursor() as cur:
+            cur.execute(
+                f"WITH released AS (DELETE FROM {ASSIGNMENT} WHERE id = %s) "
+                f"INSERT INTO {Label._meta.db_table} ({', '.join(columns)}) "
+                f"VALUES ({', '.join(['%s'] * len(values))}) RETURNING id",
+                [assignment_id, *values],
+            )
+            label.pk = cur.fetchone()[0]
     except IntegrityError as exc:
         raise DuplicateLabel("you have already judged this item") from exc
-    assignment.delete()
+    label._state.adding, label._state.db = False, connection.alias
     return label
 
 

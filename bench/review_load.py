@@ -10,6 +10,13 @@ The server is started by the bench (pcapp.serve.stack, as `./run app` starts it)
 <DATABASE_URL's name>_review_load. The load generator is one asyncio process (aiohttp), so it costs the server
 little CPU. Target (issue 29): 100 reviewers judging every 2 s on average, item and label p95 < 100 ms on a quiet
 2-core machine, 0 errors, nothing lost.
+
+Beside the wall-clock figures each phase prints the server's CPU per judgement: CPU seconds (user + system) of the
+server's processes (gunicorn's master and workers, Caddy, and the Postgres backends serving the bench database, found
+by their process titles) over the measured window, divided by the judgements made in it (an item GET and a label
+POST each, plus their share of undos). On a machine shared with other jobs the wall-clock figures mostly measure the
+other jobs; the CPU per judgement barely moves with the load, so it is the figure to compare changes by. 50
+judgements/s on 2 cores leave at most 40 ms of CPU per judgement, all in.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +49,8 @@ class Stats:
     latency: dict[str, list[float]] = field(default_factory=lambda: {"item": [], "label": [], "undo": []})
     errors: dict[str, int] = field(default_factory=dict)
     judged: int = 0
+    judged_measured: int = 0
+    """Judgements whose POST started after the warm-up (throughput, CPU per judgement); `judged` counts them all."""
     undone: int = 0
     finished: int = 0
 
@@ -136,8 +146,10 @@ async def reviewer(
             await asyncio.sleep(rng.expovariate(1 / think))
         verdict = "GOOD" if rng.random() < 0.7 else "BAD"
         data = {"item": found.group(1).decode(), "verdict": verdict, "seconds": "2"}
+        t_post = time.monotonic()
         if await call("label", "POST", url + "label/", data=data, headers=post_headers) is not None:
             stats.judged += 1
+            stats.judged_measured += t_post >= warm
             mine += 1
             if mine and rng.random() < p_undo:
                 if await call("undo", "POST", url + "undo/", headers=post_headers) is not None:
@@ -146,24 +158,123 @@ async def reviewer(
 
 
 async def load(
-    base: str, cid: int, cookies: list[dict], think: float, seconds: float, warmup: float, p_undo: float
-) -> tuple[Stats, float]:
-    """Run every reviewer for `seconds` (+ the warm-up); returns the stats and the measured wall time."""
+    base: str,
+    cid: int,
+    cookies: list[dict],
+    think: float,
+    seconds: float,
+    warmup: float,
+    p_undo: float,
+    meter: CpuMeter | None = None,
+) -> tuple[Stats, float, dict[str, float]]:
+    """Run every reviewer for `seconds` (+ the warm-up); returns the stats, the measured wall time and the server's
+    CPU seconds in the measured window (CpuMeter.stop; empty without a meter)."""
     import aiohttp
 
     stats = Stats()
+    cpu: dict[str, float] = {}
     rng = random.Random(29)
     t0 = time.monotonic()
     warm, until = t0 + warmup, t0 + warmup + seconds
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as http:
         await asyncio.gather(
+            _measure_cpu(meter, warmup, seconds, cpu),
             *(
                 reviewer(http, base, cid, c, think, until, warm, p_undo, stats, random.Random(rng.random()))
                 for c in cookies
-            )
+            ),
         )
-    return stats, time.monotonic() - warm
+    return stats, time.monotonic() - warm, cpu
+
+
+class CpuMeter:
+    """CPU seconds used by the server's processes between start() and stop(): the process trees of `roots` (the
+    stack: gunicorn master and workers, Caddy) and every Postgres backend whose process title names `dbname`. Sampled
+    every `every` s from a thread, keeping each process's last reading, so that backends and workers that come and go
+    in the window count too (up to one interval of a process that exits is missed)."""
+
+    def __init__(self, roots: list[int], dbname: str, every: float = 0.25) -> None:
+        self.roots, self.dbname, self.every = roots, dbname, every
+        self.first: dict[tuple[int, float], tuple[str, float]] = {}
+        self.last: dict[tuple[int, float], tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _processes(self):
+        import psutil
+
+        for root in self.roots:
+            try:
+                top = psutil.Process(root)
+                yield from (top, *top.children(recursive=True))
+            except psutil.NoSuchProcess:
+                continue
+        marker = f" {self.dbname} "
+        for p in psutil.process_iter(["cmdline"]):
+            cmd = p.info["cmdline"] or [""]  # a backend's title, padded with empty strings
+            if cmd[0].startswith("postgres:") and marker in cmd[0]:
+                yield p
+
+    def sample(self) -> dict[tuple[int, float], tuple[str, float]]:
+        import psutil
+
+        out = {}
+        for p in self._processes():
+            try:
+                with p.oneshot():
+                    t = p.cpu_times()
+                    name = "postgres" if p.name().startswith("postgres") else p.name()
+                    out[(p.pid, p.create_time())] = (name, t.user + t.system)
+            except psutil.NoSuchProcess:
+                continue
+        return out
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            self.last.update(self.sample())
+
+    def start(self) -> None:
+        self.first = self.sample()
+        self.last = dict(self.first)
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> dict[str, float]:
+        """CPU seconds used in the window per process kind (gunicorn / caddy / postgres) and in all."""
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        self.last.update(self.sample())
+        used: dict[str, float] = {}
+        for key, (name, cpu) in self.last.items():
+            kind = "gunicorn" if "python" in name or "gunicorn" in name else name
+            used[kind] = used.get(kind, 0.0) + cpu - self.first.get(key, (name, 0.0))[1]
+        used["all"] = sum(used.values())
+        return used
+
+
+async def _measure_cpu(meter: CpuMeter | None, warmup: float, seconds: float, out: dict) -> None:
+    """Start the meter when the warm-up ends and read it when the measured window ends (in the event loop)."""
+    if meter is None:
+        return
+    await asyncio.sleep(warmup)
+    loop = asyncio.get_running_loop()
+    own0 = time.process_time()
+    await loop.run_in_executor(None, meter.start)
+    await asyncio.sleep(seconds)
+    out.update(await loop.run_in_executor(None, meter.stop))
+    out["load generator"] = time.process_time() - own0
+
+
+def vacuum() -> None:
+    """VACUUM ANALYZE the tables every judgement writes, as autovacuum would between phases. Each judgement deletes
+    one claim row and inserts another, so without it the dead rows of earlier phases slow the claim's index probes
+    (a database server with autovacuum off, as this machine's, keeps all of them)."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("VACUUM ANALYZE annotation_assignment, annotation_label, annotation_campaignitem, django_session")
 
 
 def check(cid: int, stats: Stats) -> dict[str, int]:
@@ -195,9 +306,9 @@ def pct(xs: list[float], q: float) -> float:
     return sorted(xs)[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
-def report(n: int, think: float, stats: Stats, wall: float, db: dict[str, int]) -> bool:
+def report(n: int, think: float, stats: Stats, wall: float, db: dict[str, int], cpu: dict[str, float]) -> bool:
     """Print one phase's line per request type; True when it holds the target (p95 < 100 ms, no error, no loss)."""
-    per_s = stats.judged / wall
+    per_s = stats.judged_measured / wall
     ok = not stats.errors and not (db["mismatch"] or db["duplicates"] or db["over"])
     ok = ok and all(pct(stats.latency[k], 0.95) < 100 for k in ("item", "label"))
     print(
@@ -208,6 +319,13 @@ def report(n: int, think: float, stats: Stats, wall: float, db: dict[str, int]) 
         print(
             f"  {kind:<6} n={len(xs):<6} p50 {pct(xs, 0.5):7.1f} ms  p95 {pct(xs, 0.95):7.1f} ms  "
             f"p99 {pct(xs, 0.99):7.1f} ms  max {max(xs, default=float('nan')):7.1f} ms"
+        )
+    if cpu and stats.judged_measured:
+        per = {k: 1000 * v / stats.judged_measured for k, v in cpu.items()}
+        parts = ", ".join(f"{k} {per[k]:.1f}" for k in ("gunicorn", "caddy", "postgres") if k in per)
+        print(
+            f"  server CPU per judgement: {per['all']:.1f} ms ({parts}); server CPU {cpu['all'] / wall:.2f} cores "
+            f"busy; load generator {per['load generator']:.1f} ms"
         )
     print(f"  errors: {stats.errors or 0}")
     print(
@@ -282,7 +400,8 @@ def main() -> None:
     parser.add_argument("--url", default="", help="use a server already running on this database instead")
     args = parser.parse_args()
     base_db = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/pcapp").rsplit("/", 1)[1]
-    setup(f"{base_db}_review_load")
+    dbname = f"{base_db}_review_load"
+    setup(dbname)
     from pcapp.serve import default_size
 
     size = (args.workers or default_size()[0], args.threads or default_size()[1])
@@ -299,8 +418,13 @@ def main() -> None:
                 need = int(n * (args.duration + args.warmup) * (3 if think == 0 else 1.5 / max(think, 0.1)))
                 tag = f"{n}-{think:g}-{time.time():.0f}"
                 cid, cookies = prepare(n, max(500, need // args.overlap + n), args.overlap, tag)
-                stats, wall = asyncio.run(load(base, cid, cookies, think, args.duration, args.warmup, args.undo))
-                if report(n, think, stats, wall, check(cid, stats)) and think:
+                vacuum()
+                print(f"\n[{machine()}]", end="")
+                meter = CpuMeter([p.pid for p in procs], dbname) if procs else None
+                stats, wall, cpu = asyncio.run(
+                    load(base, cid, cookies, think, args.duration, args.warmup, args.undo, meter)
+                )
+                if report(n, think, stats, wall, check(cid, stats), cpu) and think:
                     held.append(n)
         print(f"\nholds the target at: {', '.join(map(str, held)) or 'none'} reviewers   ({machine()})")
     finally:

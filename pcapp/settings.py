@@ -132,8 +132,15 @@ DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.
 # A Unix-socket directory comes percent-encoded in the URL's host (postgres://user@%2Fpath%2Fto%2Fsocket/db).
 DATABASES["default"]["HOST"] = unquote(DATABASES["default"].get("HOST") or "")
 DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+# The review requests' few hot statements are prepared once per connection (pcapp/sql.py); off behind a
+# transaction-mode connection pooler.
+PCAPP_DB_PREPARE = env.bool("PCAPP_DB_PREPARE", default=True)
+if PCAPP_DB_PREPARE:  # psycopg prepares only what is asked (Django's own queries stay unprepared)
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 2**31 - 1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+# Django's database sessions, loaded with one plain SQL statement (pcapp/sessions.py; the same table and encoding).
+SESSION_ENGINE = "pcapp.sessions"
 # API tokens expire this many days after they were made (`./run manage drf_create_token -r USER` makes a new one).
 PCAPP_TOKEN_DAYS = env.int("PCAPP_TOKEN_DAYS", default=30)
 

@@ -12,9 +12,17 @@ from pcapp.dbretry import retry_on_conflict
 from pcapp.permissions import reviewer_required, staff_required
 
 from ..forms import CampaignForm, LabelForm
-from ..models import Campaign, CampaignItem, Reason
-from ..selectors import campaign_for, campaigns_for, history, item_card, progress
-from ..services import ReviewError, campaign_create, check_estimate_campaign, item_claim, label_and_next, label_undo
+from ..models import Campaign, Reason
+from ..selectors import campaign_for, campaigns_for, history, review_state
+from ..services import (
+    ReviewError,
+    campaign_create,
+    check_estimate_campaign,
+    claim_cutoff,
+    claim_locked,
+    label_and_next,
+    label_undo,
+)
 
 
 def _campaign(request: HttpRequest, pk: int) -> Campaign:
@@ -75,21 +83,24 @@ def check_estimate(request: HttpRequest, run_pk: int) -> HttpResponse:
     return redirect("campaign-review", pk=campaign.pk)
 
 
-def _card_context(
-    request: HttpRequest, campaign: Campaign, error: str = "", claimed: tuple[CampaignItem | None, str] | None = None
-) -> dict:
-    """The item card's context: `claimed` (item, reason) when the caller has it, else the reviewer's current item."""
-    item, reason = claimed or retry_on_conflict(lambda: item_claim(campaign=campaign, reviewer=request.user))
-    card = item_card(item) if item else None
-    n_done, n_left = progress(campaign, request.user)
+def _card_context(request: HttpRequest, campaign: Campaign, error: str = "", claim: bool = True) -> dict:
+    """The item card's context: the reviewer's current item and progress (selectors.review_state, one query), the
+    current item claimed first (services.claim_locked) when there is none and `claim`."""
+    state = review_state(campaign, request.user)
+    reason = "current"
+    if claim and (state.card is None or state.claimed_at <= claim_cutoff()):
+        _, reason = retry_on_conflict(lambda: claim_locked(campaign=campaign, reviewer=request.user))
+        state = review_state(campaign, request.user)
+    elif state.card is None:
+        reason = "done"
     return {
         "campaign": campaign,
-        "card": card,
+        "card": state.card,
         "reason": reason,
         "error": error,
         "reasons": Reason.choices,
-        "remaining": n_left,
-        "n_done": n_done,
+        "remaining": state.n_left,
+        "n_done": state.n_done,
     }
 
 
@@ -134,7 +145,8 @@ def label(request: HttpRequest, pk: int) -> HttpResponse:
         )
     if not request.htmx:
         return redirect("campaign-review", pk=pk)
-    context = _card_context(request, campaign, claimed=(nxt, "claimed" if nxt else "done"))
+    context = _card_context(request, campaign, claim=False)  # the next item was claimed with the judgement
+    context["reason"] = "claimed" if nxt else "done"
     return render(request, "annotation/review.html#item-card", context)
 
 
@@ -146,8 +158,8 @@ def undo(request: HttpRequest, pk: int) -> HttpResponse:
     item = retry_on_conflict(lambda: label_undo(campaign=campaign, reviewer=request.user))
     if not request.htmx:
         return redirect("campaign-review", pk=pk)
-    claimed = (item, "current") if item else None
-    return render(request, "annotation/review.html#item-card", _card_context(request, campaign, claimed=claimed))
+    context = _card_context(request, campaign, claim=item is None)  # else the undone item is current again
+    return render(request, "annotation/review.html#item-card", context)
 
 
 @require_GET

@@ -247,15 +247,15 @@ def test_review_and_list_query_counts_are_pinned_and_flat(django_user_model, dja
     client = Client()
     client.force_login(a)
     client.get(reverse("campaign-review", args=[small.pk]))
-    # Session, user, groups check, campaign, assignment with the card's rows (a plain read: no transaction),
-    # progress (these candidates' evidence names no neighbours, whose texts would be one more).
-    with django_assert_num_queries(6):
+    # Session, user, groups check, campaign, then one query for the current item with the card's rows, the
+    # neighbours' texts and the progress (selectors.review_state: a plain read, no transaction).
+    with django_assert_num_queries(5):
         client.get(reverse("campaign-review", args=[small.pk]), headers={"HX-Request": "true"})
     item = Assignment.objects.get(reviewer=a, campaign=small).item_id
-    # Session, user, groups check, campaign; one transaction (here a savepoint in the test's): the reviewer's row
-    # lock, the current item, the label, the released claim, the next claim (scan, recount under the lock, its row,
-    # the new claim); then the next card's progress.
-    with django_assert_num_queries(15):
+    # Session, user, groups check, campaign; one transaction (here a savepoint in the test's, and its release): the
+    # reviewer's row lock, the current item, the label with the claim's release (one statement), the next claim
+    # (scan, recount under the lock, the new claim); then the next card with the progress (one query).
+    with django_assert_num_queries(13):
         client.post(
             reverse("campaign-label", args=[small.pk]),
             {"item": item, "verdict": "GOOD"},
@@ -263,7 +263,7 @@ def test_review_and_list_query_counts_are_pinned_and_flat(django_user_model, dja
         )
     counts_small = _review_query_counts(client, small, a)
     # list 4 (session, user, groups check, campaigns with counts by subqueries).
-    assert counts_small == (6, 15, 4)
+    assert counts_small == (5, 13, 4)
     # Ten times the items, other campaigns, other reviewers' labels and a history of 25 labels: same counts.
     big = make_campaign(make_run(80), [a, b], sample_size=80, overlap=2)
     make_campaign(make_run(30), [a, b], sample_size=30)
