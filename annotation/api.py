@@ -18,14 +18,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from mining.models import JobStatus, MiningRun, RunKind
+from mining.params import REQUIRED, ParamsError
 from pcapp.permissions import IsReviewer, IsStaff
 from pcapp.roles import may_review
 
-from .forms import ID_MAX
+from .forms import ID_MAX, SPECS
 from .models import Campaign, Reason, Verdict
 from .selectors import campaign_for, campaign_results, label_rows
 from .services import ReviewError, campaign_create, label_and_next, label_pair
-from .spec import DEFAULTS, PARAMS, CampaignSpec, CampaignSpecError, Kind, Sampler, message
+from .spec import CampaignSpec
 
 
 def _id(**kw) -> serializers.IntegerField:
@@ -113,26 +114,34 @@ class SpecValue(serializers.Field):
 
 
 def _schema(name: str) -> dict:
-    p = PARAMS[name]
-    schema: dict = {
-        Kind.TEXT: {"type": "string", "minLength": p.lo, "maxLength": p.hi},
-        Kind.WHOLE: {"type": "integer", "minimum": p.lo, "maximum": p.hi},
-        Kind.NUMBER: {"type": "number", "nullable": True},
-        Kind.FLAG: {"type": "boolean"},
-        Kind.SAMPLER: {"type": "string", "enum": list(Sampler.values)},
-    }[p.kind]
-    if name in DEFAULTS:
-        schema["default"] = DEFAULTS[name].value if isinstance(DEFAULTS[name], Sampler) else DEFAULTS[name]
+    """A parameter's OpenAPI schema, from its ParamSpec (type, bounds, choices, default)."""
+    p = SPECS[name]
+    bounds = {"minimum": p.lo, "maximum": p.hi}
+    if p.choices:
+        schema: dict = {"type": "string", "enum": [v for v, _ in p.choices]}
+    elif p.kind is bool:
+        schema = {"type": "boolean"}
+    elif p.kind is int:
+        schema = {"type": "integer", **bounds}
+    elif p.kind is float:
+        schema = {"type": "number", **bounds}
+    else:
+        schema = {"type": "string", "minLength": p.lo, "maxLength": p.hi}
+    schema = {k: v for k, v in schema.items() if v is not None}
+    if p.optional:
+        schema["nullable"] = True
+    if not p.required:
+        schema["default"] = p.initial
     return schema
 
 
 def _spec_field(name: str) -> SpecValue:
     field_class = extend_schema_field(_schema(name))(type(f"{name.title().replace('_', '')}Value", (SpecValue,), {}))
     return field_class(
-        required=name not in DEFAULTS,
+        required=SPECS[name].required,
         allow_null=True,
-        help_text=PARAMS[name].help or None,
-        error_messages={"required": message(name, None)},
+        help_text=SPECS[name].describe() or None,
+        error_messages={"required": REQUIRED},
     )
 
 
@@ -163,7 +172,7 @@ class CampaignCreateIn(serializers.Serializer):
         return users
 
     def get_fields(self) -> dict:
-        return {**super().get_fields(), **{name: _spec_field(name) for name in PARAMS}}
+        return {**super().get_fields(), **{name: _spec_field(name) for name in SPECS}}
 
     def to_internal_value(self, data: Any) -> dict:
         """{"runs", "reviewers", "spec"}; the errors of the rows and of the parameters come back together."""
@@ -175,8 +184,10 @@ class CampaignCreateIn(serializers.Serializer):
         except serializers.ValidationError as exc:
             errors, attrs = dict(exc.detail), {}
         try:
-            spec = CampaignSpec.from_dict({name: data[name] for name in PARAMS if name in data})
-        except CampaignSpecError as exc:
+            # every key but the rows is a parameter: one that is not is refused by name, as for runs
+            skip = ("runs", "reviewers", "csrfmiddlewaretoken")
+            spec = CampaignSpec.from_dict({k: data[k] for k in data if k not in skip})
+        except ParamsError as exc:
             errors.update({name: [text] for name, text in exc.errors.items()})
         if errors:
             raise serializers.ValidationError(errors)

@@ -7,34 +7,37 @@ from typing import Any
 from django import forms
 
 from mining.models import JobStatus, MiningRun, RunKind
+from mining.params import ParamsError, ParamSpec
 from pcapp.roles import may_review
 
 from .models import Reason, Verdict
-from .spec import DEFAULTS, PARAMS, CampaignSpec, CampaignSpecError, Kind, Param, Sampler
+from .spec import CampaignSpec
+
+SPECS: dict[str, ParamSpec] = {s.name: s for s in CampaignSpec.specs()}
+"""The campaign's parameters, from which the form's fields are generated."""
 
 
-def _widget(p: Param) -> forms.Widget:
-    """The HTML input of a parameter; its attributes mirror the spec's bounds (the spec still checks them)."""
-    if p.kind is Kind.WHOLE:
-        return forms.NumberInput(attrs={"min": p.lo, "max": p.hi, "step": 1})
-    if p.kind is Kind.NUMBER:
-        return forms.NumberInput(attrs={"step": "any"})
-    if p.kind is Kind.FLAG:
+def _widget(p: ParamSpec) -> forms.Widget:
+    """The HTML input of a parameter; its attributes mirror the spec's bounds (`from_dict` still checks them)."""
+    if p.choices:
+        return forms.Select(choices=p.choices)
+    if p.kind is bool:
         return forms.CheckboxInput()
-    if p.kind is Kind.SAMPLER:
-        return forms.Select(choices=Sampler.choices)
-    if p.hi > 200:
+    if p.kind is int:
+        return forms.NumberInput(attrs={"min": p.lo, "max": p.hi, "step": 1})
+    if p.kind is float:
+        return forms.NumberInput(attrs={"step": "any"})
+    if p.hi is not None and p.hi > 200:
         return forms.Textarea(attrs={"rows": 3, "maxlength": p.hi})
     return forms.TextInput(attrs={"maxlength": p.hi})
 
 
 class SpecField(forms.Field):
     """A campaign parameter: the form keeps the raw value and `CampaignForm.clean` has CampaignSpec parse and check
-    it, so the form says exactly what the API says about the same value."""
+    it, so the form says exactly what the API (and a run's parameters) say about the same value."""
 
-    def __init__(self, name: str) -> None:
-        p = PARAMS[name]
-        super().__init__(required=False, widget=_widget(p), label=p.label, help_text=p.help, initial=DEFAULTS.get(name))
+    def __init__(self, p: ParamSpec) -> None:
+        super().__init__(required=False, widget=_widget(p), label=p.label, help_text=p.help, initial=p.initial)
 
 
 class CampaignForm(forms.Form):
@@ -54,15 +57,15 @@ class CampaignForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields.update({name: SpecField(name) for name in PARAMS})
+        self.fields.update({name: SpecField(p) for name, p in SPECS.items()})
         self.order_fields(self.field_order)
         self.spec: CampaignSpec | None = None
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         try:
-            self.spec = CampaignSpec.from_dict({name: data.get(name) for name in PARAMS})
-        except CampaignSpecError as exc:
+            self.spec = CampaignSpec.from_dict({name: data.get(name) for name in SPECS})
+        except ParamsError as exc:
             for name, message in exc.errors.items():
                 self.add_error(name, message)
         return data

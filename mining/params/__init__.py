@@ -3,7 +3,7 @@
 This package imports only the core's enums and defaults, so forms, serializers and commands can read it cheaply."""
 
 from ..core.defaults import DEFAULT_ENCODER, DEFAULT_K
-from .base import ParamsError, ParamSpec, RunParams, param, same_as
+from .base import REQUIRED, Params, ParamsError, ParamSpec, RunParams, param, same_as
 from .kinds import (
     PARAMS,
     AlignRunParams,
@@ -45,7 +45,9 @@ __all__ = [
     "EncoderModel",
     "FineTuneParams",
     "ParamSpec",
+    "Params",
     "ParamsError",
+    "REQUIRED",
     "RunParams",
     "SelfTrainParams",
     "SentenceRunParams",

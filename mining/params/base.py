@@ -1,5 +1,6 @@
-"""The framework of typed parameters: a frozen dataclass per run kind (mining.params.kinds) or per campaign
-(annotation.spec), its fields typed with the core's enums and their defaults, bounds and help in the field definitions.
+"""The framework of typed parameters: a frozen dataclass per run kind (mining.params.kinds, on `RunParams`) or per
+campaign (annotation.spec, on `Params`), its fields typed with the core's enums and their defaults, bounds and help in
+the field definitions.
 
 `from_dict()` is the one validation: it fills defaults (also for rows written before a field existed), parses each
 value and raises `ParamsError` with one message per field. The run form, the API serializer and the management
@@ -11,14 +12,18 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from typing import Any, ClassVar, Self
+
+REQUIRED = "is required"
+"""The message of a field without a default that is not given (or given blank)."""
 
 
 class ParamsError(ValueError):
-    """Bad run parameters: `errors` maps each bad field to its one message."""
+    """Bad parameters (of a run or a campaign): `errors` maps each bad field to its one message."""
 
     def __init__(self, errors: dict[str, str]) -> None:
         self.errors = dict(errors)
@@ -26,7 +31,8 @@ class ParamsError(ValueError):
 
 
 def param(default: Any, help: str, *, lo: float | None = None, hi: float | None = None, label: str = "") -> Any:
-    """A dataclass field with its help text, label and inclusive bounds (for numbers)."""
+    """A dataclass field with its help text, label and inclusive bounds (for numbers; for text, its length once
+    stripped). A `default` of `dataclasses.MISSING` makes the field required."""
     return field(default=default, metadata={"help": help, "lo": lo, "hi": hi, "label": label})
 
 
@@ -44,15 +50,22 @@ class ParamSpec:
     hi: float | None
 
     @property
+    def required(self) -> bool:
+        """No default: the field must be given."""
+        return self.default is MISSING
+
+    @property
     def choices(self) -> list[tuple[str, str]]:
-        """(value, label) pairs of an enum parameter; empty otherwise."""
+        """(value, label) pairs of an enum parameter (a Django choice's own label); empty otherwise."""
         if isinstance(self.kind, type) and issubclass(self.kind, enum.Enum):
-            return [(m.value, m.value.replace("_", " ")) for m in self.kind]
+            return [(m.value, getattr(m, "label", None) or m.value.replace("_", " ")) for m in self.kind]
         return []
 
     @property
     def initial(self) -> Any:
-        """The default as a form or option shows it (an enum's value)."""
+        """The default as a form or option shows it (an enum's value; None for a required field)."""
+        if self.required:
+            return None
         return self.default.value if isinstance(self.default, enum.Enum) else self.default
 
     def describe(self) -> str:
@@ -60,13 +73,23 @@ class ParamSpec:
         extra = ""
         if self.choices:
             extra = f" One of: {', '.join(v for v, _ in self.choices)}."
+        elif self.kind is str:
+            extra = f" At most {_num(self.hi)} characters." if self.hi is not None else ""
         elif self.lo is not None or self.hi is not None:
             extra = f" From {_num(self.lo)} to {_num(self.hi)}." if self.hi is not None else f" At least {self.lo}."
         return f"{self.help}{extra}"
 
 
 def _num(x: float | None) -> str:
-    return "any" if x is None else f"{x:g}"
+    """A bound as messages write it: whole numbers in full (2147483647, not 2.14748e+09)."""
+    if x is None:
+        return "any"
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
+def _blank(raw: Any) -> bool:
+    """Not given: None, or blank text (a form's empty input)."""
+    return raw is None or (isinstance(raw, str) and not raw.strip())
 
 
 def _unwrap(tp: Any) -> tuple[type, bool]:
@@ -98,25 +121,38 @@ def _parse(spec: ParamSpec, raw: Any) -> Any:
         raise ValueError(f"'{raw}' is not true or false")
     if kind in (int, float):
         try:
-            value = kind(raw)
+            if isinstance(raw, bool):  # True is no number, though Python counts it as 1
+                raise ValueError
+            value = kind(raw.strip() if isinstance(raw, str) else raw)
             if kind is int and isinstance(raw, float) and raw != int(raw):
                 raise ValueError
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"'{raw}' is not {'a whole number' if kind is int else 'a number'}") from None
         if kind is float and value != value:  # NaN
             raise ValueError("must be a number, not NaN")
+        if kind is float and not math.isfinite(value):
+            raise ValueError(f"must be a finite number (got {raw})")
         if spec.lo is not None and value < spec.lo:
             raise ValueError(f"must be at least {_num(spec.lo)} (got {raw})")
         if spec.hi is not None and value > spec.hi:
             raise ValueError(f"must be at most {_num(spec.hi)} (got {raw})")
         return value
-    return str(raw)
+    if not isinstance(raw, str):
+        raise ValueError(f"'{raw}' is not text")
+    text = raw.strip()
+    if spec.lo is not None and len(text) < spec.lo:
+        raise ValueError(f"must be at least {_num(spec.lo)} characters long (got {len(text)})")
+    if spec.hi is not None and len(text) > spec.hi:
+        raise ValueError(f"must be at most {_num(spec.hi)} characters long (got {len(text)})")
+    return text
 
 
-class RunParams:
-    """Mixin of the per-kind parameter dataclasses: specs, parsing, and the JSON form stored in MiningRun.params."""
+class Params:
+    """Mixin of the parameter dataclasses (each run kind's, a campaign's): specs, parsing, the JSON form."""
 
     KIND: ClassVar[str] = ""
+    # What an unknown key "is not a parameter of" ("" : the KIND's runs).
+    OWNER: ClassVar[str] = ""
 
     @classmethod
     def specs(cls) -> list[ParamSpec]:
@@ -156,9 +192,12 @@ class RunParams:
         names = {s.name for s in specs}
         for spec in specs:
             raw = data.get(spec.name)
-            if raw is None or (raw == "" and spec.kind is not str):
+            if _blank(raw):
                 # not given (or blank in a form): the default; an optional field given blank is "not set"
-                values[spec.name] = None if (spec.optional and spec.name in data) else spec.default
+                if spec.required:
+                    errors[spec.name] = REQUIRED
+                else:
+                    values[spec.name] = None if (spec.optional and spec.name in data) else spec.default
                 continue
             try:
                 values[spec.name] = _parse(spec, raw)
@@ -175,7 +214,7 @@ class RunParams:
             extras -= open_names
             values[cls.SETTINGS] = settings
         for extra in sorted(extras):
-            errors[extra] = f"is not a parameter of {cls.KIND or cls.__name__} runs"
+            errors[extra] = f"is not a parameter of {cls.OWNER or f'{cls.KIND or cls.__name__} runs'}"
         if errors:
             raise ParamsError(errors)
         obj = cls(**values)  # type: ignore[call-arg]
@@ -206,6 +245,22 @@ class RunParams:
     def check(self) -> None:
         """Rules that involve several fields (override); raise ParamsError."""
 
+    def check_fields(self) -> None:
+        """Each field's value checked (and normalised: an enum's value becomes its member, text is stripped) by the
+        rules and with the messages of `from_dict`, for a class whose typed construction checks too (call it in
+        `__post_init__`); raises ParamsError naming each bad field."""
+        errors: dict[str, str] = {}
+        for spec in self.specs():
+            value = getattr(self, spec.name)
+            if value is None and spec.optional:
+                continue
+            try:
+                object.__setattr__(self, spec.name, _parse(spec, value))
+            except ValueError as exc:
+                errors[spec.name] = str(exc)
+        if errors:
+            raise ParamsError(errors)
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON stored in MiningRun.params (enums as their values; SETTINGS flattened beside the fields)."""
         out = {
@@ -215,6 +270,10 @@ class RunParams:
         if self.SETTINGS:
             out.update(out.pop(self.SETTINGS) or {})
         return out
+
+
+class RunParams(Params):
+    """The base of the per-kind run parameter classes: the JSON stored in MiningRun.params and its scale."""
 
     def scale_key(self, encoder: str) -> str:
         """The scoring configuration that defines the scale of this run's pair scores (for a run that scores pairs

@@ -10,7 +10,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation.models import Campaign, CampaignItem
-from annotation.spec import DEFAULT_GUIDELINES, DEFAULTS, CampaignSpec, CampaignSpecError, Sampler
+from annotation.spec import DEFAULT_GUIDELINES, DEFAULTS, CampaignSpec, Sampler
+from mining.params import ParamsError
 from tests.factories.mining import make_run
 
 
@@ -52,7 +53,7 @@ def test_from_dict_parses_form_text_and_json_values_alike():
 
 
 def test_every_bad_field_is_named_at_once_with_its_one_message():
-    with pytest.raises(CampaignSpecError) as caught:
+    with pytest.raises(ParamsError) as caught:
         CampaignSpec.from_dict(
             {
                 "name": "",
@@ -69,51 +70,51 @@ def test_every_bad_field_is_named_at_once_with_its_one_message():
             }
         )
     assert caught.value.errors == {
-        "colour": "'colour' is not a campaign parameter",
-        "name": "name must be text of 1 to 200 characters, not empty",
-        "sample_size": "sample_size must be a whole number from 1 to 100000, not '0'",
-        "sampler": "sampler must be one of uniform, stratified, top, threshold, uncertain, kept, not 'random'",
-        "threshold": "threshold must be a finite number or nothing, not 'nan'",
-        "bands": "bands must be a whole number from 2 to 20, not 'x'",
-        "seed": "seed must be a whole number from 0 to 2147483647, not '-1'",
-        "overlap": "overlap must be a whole number from 1 to 10, not '2.5'",
-        "n_controls": "n_controls must be a whole number from 0 to 1000, not 'True'",
-        "blind": "blind must be true or false, not 'maybe'",
-        "guidelines": "guidelines must be text of 1 to 20000 characters, not a text of 20001 characters",
+        "colour": "is not a parameter of campaigns",
+        "name": "is required",
+        "sample_size": "must be at least 1 (got 0)",
+        "sampler": "'random' is not one of: uniform, stratified, top, threshold, uncertain, kept",
+        "threshold": "must be a number, not NaN",
+        "bands": "'x' is not a whole number",
+        "seed": "must be at least 0 (got -1)",
+        "overlap": "'2.5' is not a whole number",
+        "n_controls": "'True' is not a whole number",
+        "blind": "'maybe' is not true or false",
+        "guidelines": "must be at most 20000 characters long (got 20001)",
     }
 
 
 def test_typed_construction_checks_the_same_rules_with_the_same_messages():
-    with pytest.raises(CampaignSpecError) as typed:
+    with pytest.raises(ParamsError) as typed:
         CampaignSpec(name="x", sample_size=0, bands=21, sampler=Sampler.THRESHOLD)
-    with pytest.raises(CampaignSpecError) as parsed:
+    with pytest.raises(ParamsError) as parsed:
         CampaignSpec.from_dict({"name": "x", "sample_size": 0, "bands": 21, "sampler": "threshold"})
     assert (
         typed.value.errors
         == parsed.value.errors
         == {
-            "sample_size": "sample_size must be a whole number from 1 to 100000, not '0'",
-            "bands": "bands must be a whole number from 2 to 20, not '21'",
+            "sample_size": "must be at least 1 (got 0)",
+            "bands": "must be at most 20 (got 21)",
         }
     )
-    with pytest.raises(CampaignSpecError, match="is_control"):
+    with pytest.raises(ParamsError, match="is_control"):
         CampaignSpec.from_dict({"name": "x", "is_control": True})
 
 
 BAD_VALUES = [
-    ("sample_size", "0"),
-    ("sample_size", "abc"),
-    ("sample_size", "100001"),
-    ("bands", "1"),
-    ("overlap", "11"),
-    ("seed", "-1"),
-    ("seed", "4294967296"),
-    ("n_uncertain", "-3"),
-    ("n_controls", "1.5"),
-    ("sampler", "random"),
-    ("threshold", "inf"),
-    ("name", ""),
-    ("name", "n" * 201),
+    ("sample_size", "0", "must be at least 1 (got 0)"),
+    ("sample_size", "abc", "'abc' is not a whole number"),
+    ("sample_size", "100001", "must be at most 100000 (got 100001)"),
+    ("bands", "1", "must be at least 2 (got 1)"),
+    ("overlap", "11", "must be at most 10 (got 11)"),
+    ("seed", "-1", "must be at least 0 (got -1)"),
+    ("seed", "4294967296", "must be at most 2147483647 (got 4294967296)"),
+    ("n_uncertain", "-3", "must be at least 0 (got -3)"),
+    ("n_controls", "1.5", "'1.5' is not a whole number"),
+    ("sampler", "random", "'random' is not one of: uniform, stratified, top, threshold, uncertain, kept"),
+    ("threshold", "inf", "must be a finite number (got inf)"),
+    ("name", "", "is required"),
+    ("name", "n" * 201, "must be at most 200 characters long (got 201)"),
 ]
 
 
@@ -124,9 +125,9 @@ def campaign_inputs(reviewer_user):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("field", "value"), BAD_VALUES)
+@pytest.mark.parametrize(("field", "value", "expected"), BAD_VALUES)
 def test_the_form_and_the_api_give_the_same_message_for_the_same_bad_value(
-    staff_client, staff_user, campaign_inputs, field, value
+    staff_client, staff_user, campaign_inputs, field, value, expected
 ):
     data = {**campaign_inputs, field: value}
     page = staff_client.post(reverse("campaign-new"), data)
@@ -136,9 +137,43 @@ def test_the_form_and_the_api_give_the_same_message_for_the_same_bad_value(
     assert page.status_code == 400 and response.status_code == 400
     form_errors = page.context["form"].errors
     assert list(form_errors) == [field] and list(response.json()) == [field]
-    with pytest.raises(CampaignSpecError) as caught:
+    with pytest.raises(ParamsError) as caught:
         CampaignSpec.from_dict({k: v for k, v in data.items() if k not in ("runs", "reviewers")})
-    assert form_errors[field] == response.json()[field] == [caught.value.errors[field]]
+    assert form_errors[field] == response.json()[field] == [caught.value.errors[field]] == [expected]
+    assert not Campaign.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("field", "value", "run_field"),
+    [("seed", "x", "seed"), ("seed", "-1", "seed"), ("seed", "2.5", "seed"), ("threshold", "abc", "threshold")],
+)
+def test_a_bad_campaign_value_gets_a_run_parameters_words_from_the_form_and_the_api(
+    staff_client, staff_user, campaign_inputs, field, value, run_field
+):
+    """One framework: the campaign form, the campaigns API and a run's parameters (mining.params) word the same bad
+    value alike."""
+    from mining.params import SelfTrainParams, SentenceRunParams
+
+    run_class = SelfTrainParams if run_field == "seed" else SentenceRunParams
+    with pytest.raises(ParamsError) as run_error:
+        run_class.from_dict({run_field: value})
+    data = {**campaign_inputs, field: value}
+    page = staff_client.post(reverse("campaign-new"), data)
+    api = APIClient()
+    api.force_authenticate(staff_user)
+    response = api.post("/api/review/campaigns/", data, format="json")
+    assert (page.status_code, response.status_code) == (400, 400)
+    assert page.context["form"].errors[field] == response.json()[field] == [run_error.value.errors[run_field]]
+    assert not Campaign.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_api_refuses_a_key_that_is_not_a_campaign_parameter_by_name(staff_user, campaign_inputs):
+    api = APIClient()
+    api.force_authenticate(staff_user)
+    response = api.post("/api/review/campaigns/", {**campaign_inputs, "colour": "red"}, format="json")
+    assert (response.status_code, response.json()) == (400, {"colour": ["is not a parameter of campaigns"]})
     assert not Campaign.objects.exists()
 
 
@@ -170,9 +205,9 @@ def test_the_api_reports_bad_rows_and_bad_parameters_together(staff_user, campai
     api.force_authenticate(staff_user)
     body = api.post("/api/review/campaigns/", {**campaign_inputs, "runs": [], "bands": 99}, format="json").json()
     assert sorted(body) == ["bands", "runs"]
-    assert body["bands"] == ["bands must be a whole number from 2 to 20, not '99'"]
+    assert body["bands"] == ["must be at most 20 (got 99)"]
     missing = api.post("/api/review/campaigns/", {"runs": campaign_inputs["runs"], "reviewers": []}, format="json")
-    assert missing.json() == {"name": ["name must be text of 1 to 200 characters, not empty"]}
+    assert missing.json() == {"name": ["is required"]}
 
 
 @pytest.mark.django_db
