@@ -66,7 +66,12 @@ class ParamSpec:
 
 
 def _num(x: float | None) -> str:
-    return "any" if x is None else f"{x:g}"
+    """A bound as a person reads it: integers whole (2147483647, not 2.14748e+09), other numbers short."""
+    if x is None:
+        return "any"
+    if float(x).is_integer():
+        return str(int(x))
+    return f"{x:g}"
 
 
 def _unwrap(tp: Any) -> tuple[type, bool]:
