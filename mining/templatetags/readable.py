@@ -7,6 +7,8 @@ import math
 from typing import Any
 
 from django import template
+from django.utils.html import escape, format_html_join
+from django.utils.safestring import SafeString
 
 from ..selectors import job_bar, run_threshold_info
 from ..words import ordered_timings, readable, shown
@@ -50,6 +52,18 @@ def percent1(value: Any) -> str:
         return f"{100 * float(value):.1f} %"
     except (TypeError, ValueError):
         return ""
+
+
+@register.filter
+def code_spans(text: Any) -> SafeString:
+    """Plain text whose `backticked` parts (a command in a reason shared with the API and the exports) are shown as
+    <code> on a page instead of with their backticks; the rest is escaped."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: leave the text as it is
+        return escape(str(text))
+    return format_html_join(
+        "", "{}", ((p if i % 2 == 0 else SafeString(f"<code>{escape(p)}</code>"),) for i, p in enumerate(parts))
+    )
 
 
 @register.inclusion_tag("mining/_progress.html")

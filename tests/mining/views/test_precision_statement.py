@@ -163,3 +163,16 @@ def test_one_click_check_creates_a_campaign_over_the_kept_set(staff_client, staf
     html = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert 'id="check-estimate"' not in html  # the run has labels now
     assert reverse("campaign-results", args=[campaign.pk]) in html and "Checked by labels" in html
+
+
+def test_run_page_shows_the_reasons_command_as_code_not_backticks(staff_client):
+    """"not estimated yet (…; `manage.py estimate_precision`)" showed its backticks on the run page (walk)."""
+    html = staff_client.get(reverse("run-detail", args=[_run().pk])).content.decode()
+    assert "<code>manage.py estimate_precision</code>" in html and "`" not in html.split('id="run-statement"')[1][:600]
+
+
+def test_code_spans_escapes_and_leaves_unpaired_backticks():
+    from mining.templatetags.readable import code_spans
+
+    assert code_spans("run `a<b` now") == "run <code>a&lt;b</code> now"
+    assert code_spans("one ` only <x>") == "one ` only &lt;x&gt;"

@@ -217,3 +217,21 @@ def test_compare_warns_about_different_pairs_and_a_run_with_itself(staff_client)
     assert 'id="compare-warning"' in html and "different language pairs (en-fr and en-de)" in html
     html = staff_client.get(reverse("run-compare"), {"a": a.pk, "b": a.pk}).content.decode()
     assert "the same run twice" in html
+
+
+def test_a_document_named_by_its_address_is_not_named_twice(staff_client):
+    """The demo's documents are titled with their address: the results showed "django/conf/django django/conf/django
+    · 348 sentences" (walk); the address is repeated under the title only when it says something else."""
+    from mining.models import DocumentPairCandidate, RunKind
+    from tests.factories.mining import DocumentFactory
+
+    run = MiningRunFactory(kind=RunKind.DOCUMENT)
+    src = DocumentFactory(
+        corpus=run.src_corpus, lang="en", title="django/conf/django", external_id="django/conf/django"
+    )
+    tgt = DocumentFactory(corpus=run.src_corpus, lang="fr", title="Guide", external_id="docs/fr/guide")
+    DocumentPairCandidate.objects.create(run=run, src=src, tgt=tgt, cosine=0.5, score=1.2, rank=1)
+    html = staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
+    n_src, n_tgt = src.n_sentences, tgt.n_sentences
+    assert f"django/conf/django <small>{n_src} sentences</small>" in html
+    assert f"Guide <small>docs/fr/guide · {n_tgt} sentences</small>" in html
