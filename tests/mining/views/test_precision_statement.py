@@ -166,7 +166,7 @@ def test_one_click_check_creates_a_campaign_over_the_kept_set(staff_client, staf
 
 
 def test_run_page_shows_the_reasons_command_as_code_not_backticks(staff_client):
-    """"not estimated yet (…; `manage.py estimate_precision`)" showed its backticks on the run page (walk)."""
+    """ "not estimated yet (…; `manage.py estimate_precision`)" showed its backticks on the run page (walk)."""
     html = staff_client.get(reverse("run-detail", args=[_run().pk])).content.decode()
     assert "<code>manage.py estimate_precision</code>" in html and "`" not in html.split('id="run-statement"')[1][:600]
 
