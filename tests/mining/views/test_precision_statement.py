@@ -163,6 +163,8 @@ def test_one_click_check_creates_a_campaign_over_the_kept_set(staff_client, staf
     html = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert 'id="check-estimate"' not in html  # the run has labels now
     assert reverse("campaign-results", args=[campaign.pk]) in html and "Checked by labels" in html
+    results = staff_client.get(reverse("campaign-results", args=[campaign.pk])).content.decode()
+    assert 'id="kept-precision-note"' in results and "the\n  kept set's precision measured by your labels" in results
 
 
 def test_run_page_shows_the_reasons_command_as_code_not_backticks(staff_client):
