@@ -235,3 +235,24 @@ def test_a_document_named_by_its_address_is_not_named_twice(staff_client):
     n_src, n_tgt = src.n_sentences, tgt.n_sentences
     assert f"django/conf/django <small>{n_src} sentences</small>" in html
     assert f"Guide <small>docs/fr/guide · {n_tgt} sentences</small>" in html
+
+
+def test_compare_from_a_results_page_preselects_that_run(staff_client):
+    """The results page's "compare with another run" sends ?a=<run>; the form preselected the newest run instead
+    (walk). Run A is that run, run B the newest other run of its language pair."""
+    old = make_run(2)
+    make_run(2, src_lang="en", tgt_lang="de")
+    newest = make_run(2)
+
+    def selected(html: str, name: str) -> int:
+        block = html.split(f'<select name="{name}">')[1].split("</select>")[0]
+        return int(re.search(r'<option value="(\d+)" selected>', block).group(1))
+
+    html = staff_client.get(reverse("run-compare"), {"a": old.pk}).content.decode()
+    assert (selected(html, "a"), selected(html, "b")) == (old.pk, newest.pk)
+    html = staff_client.get(reverse("run-compare")).content.decode()
+    assert (selected(html, "a"), selected(html, "b")) == (newest.pk, old.pk)
+    assert (
+        f'href="{reverse("run-compare")}?a={old.pk}"'
+        in staff_client.get(reverse("run-results", args=[old.pk])).content.decode()
+    )
