@@ -27,6 +27,13 @@ def scalar(value: Any) -> bool:
 
 
 @register.filter
+def scalar_items(mapping: Any) -> list[tuple[Any, Any]]:
+    """The (key, value) items of a mapping whose values a page prints as they are (a line of run statistics joined
+    by " · " must not end with a separator left by a nested value it skips)."""
+    return [(k, v) for k, v in (mapping or {}).items() if scalar(v)]
+
+
+@register.filter
 def percent(value: Any) -> str:
     """A share (0..1) as the pages print shares: a whole percent ("89 %"); "–" for none."""
     try:

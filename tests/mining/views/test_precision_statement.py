@@ -95,6 +95,7 @@ def test_run_page_states_it_to_staff_and_not_to_reviewers(staff_client, reviewer
     assert 'class="statement-source">label-free estimate<' in html
     assert 'class="statement-precision">90.0 %<' in html and "82.0 %–97.0 %" in html
     assert 'id="check-estimate"' in html  # no labels yet
+    assert 'precision of the <span class="statement-kept">40</span> kept pairs' in html
     body = reviewer_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "run-statement" not in body and "90.0 %" not in body and "check-estimate" not in body
 
@@ -178,3 +179,11 @@ def test_code_spans_escapes_and_leaves_unpaired_backticks():
 
     assert code_spans("run `a<b` now") == "run <code>a&lt;b</code> now"
     assert code_spans("one ` only <x>") == "one ` only &lt;x&gt;"
+
+
+def test_run_statistics_line_ends_without_a_separator(staff_client):
+    """A nested statistic last (the precision estimate) left "kept after the pre-filters: 180 ·" (walk)."""
+    run = _run(candidates=60, kept_after_filters=58, precision_estimate=ESTIMATE)
+    html = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    line = html.split('<p class="run-stats">')[1].split("</p>")[0]
+    assert line.endswith("<strong>58</strong>") and line.count(" · ") == 1
