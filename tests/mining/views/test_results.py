@@ -117,7 +117,7 @@ def test_compare_overlap_and_precision(staff_client):
     assert 'id="overlap">2' in html and 'id="kept-a">3' in html
 
 
-def test_compare_precision_on_gold_pairs_either_direction():
+def test_compare_precision_on_gold_pairs_either_direction(staff_client):
     a = make_run(3, scores=[1.4, 1.3, 1.2])
     pairs = list(SentencePairCandidate.objects.filter(run=a).order_by("rank"))
     # pair 1 is gold as mined, pair 2 is gold stored the other way round, pair 3's source is gold with another target
@@ -128,6 +128,10 @@ def test_compare_precision_on_gold_pairs_either_direction():
     assert (cmp.gold_covered_a, cmp.gold_hits_a) == (3, 2)
     assert cmp.gold_precision_a == pytest.approx(2 / 3)
     assert (cmp.gold_covered_b, cmp.gold_hits_b) == (1, 1)
+    # shares as percentages, as the run page states precision (walk: "1.000" beside the run page's "94.5 %")
+    html = staff_client.get(reverse("run-compare"), {"a": a.pk, "b": a.pk, "ta": "", "tb": "1.35"}).content.decode()
+    assert 'id="gold-precision-a">66.7 %<' in html and 'id="gold-precision-b">100.0 %<' in html
+    assert 'id="precision-a">–<' in html  # no labels
 
 
 def test_document_run_results_list_document_pairs(staff_client):
