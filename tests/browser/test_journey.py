@@ -15,6 +15,7 @@ import pytest
 
 from annotation.models import Label
 from mining.models import Corpus, JobStatus, LanguagePairSetting, MiningRun, RunKind, SentencePairCandidate
+from mining.selectors.thresholds import scale_key
 from tests.browser.conftest import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -197,7 +198,8 @@ def test_new_user_journey_by_clicking_only(page, django_user_model, screenshot, 
     assert apply.status == JobStatus.SUCCEEDED, apply.error
     page.click("#results-link")
     page.wait_for_selector("table.candidates tr.candidate")
-    assert "stored for en-fr on the calibration page" in page.inner_text("#threshold-info")
+    # the threshold belongs to the run's scoring configuration (its scale), and the words say which
+    assert f"stored for en-fr on {scale_key(run)} runs on the calibration page" in page.inner_text("#threshold-info")
     assert SentencePairCandidate.objects.filter(run=run, confidence__isnull=False).count() == n_items
     _shot(page, screenshot, 15, "results-calibrated")
 
