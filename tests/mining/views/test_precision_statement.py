@@ -96,6 +96,8 @@ def test_run_page_states_it_to_staff_and_not_to_reviewers(staff_client, reviewer
     assert 'class="statement-precision">90.0 %<' in html and "82.0 %–97.0 %" in html
     assert 'id="check-estimate"' in html  # no labels yet
     assert 'precision of the <span class="statement-kept">40</span> kept pairs' in html
+    # the demo's check drew 43 pairs under a button saying 50 (walk): the page says how the pairs are drawn
+    assert "up to 50 pairs drawn over the kept set, 10 from each of 5 score bands (a band holding fewer" in html
     body = reviewer_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "run-statement" not in body and "90.0 %" not in body and "check-estimate" not in body
 
