@@ -29,6 +29,7 @@ from .selectors import (
     pair_scales,
     threshold_choice,
 )
+from .services.calibration import calibration_label_shortfall
 from .services.fine_tuning import check_fine_tune
 
 
@@ -119,6 +120,10 @@ def calibration_train(request: HttpRequest, src: str, tgt: str) -> HttpResponse:
         _form_errors(request, form)
         return redirect("calibration", src=src, tgt=tgt)
     campaign = form.cleaned_data["campaign"]
+    shortfall = calibration_label_shortfall(src_lang=src, tgt_lang=tgt, campaign_id=campaign.pk if campaign else None)
+    if shortfall:  # the run would fail at once: say so here instead of queuing it
+        messages.error(request, f"Not trained: {shortfall}. Review more pairs first.")
+        return redirect("calibration", src=src, tgt=tgt)
     run = run_create(
         kind=RunKind.CALIBRATE,
         user=request.user,

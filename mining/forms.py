@@ -286,5 +286,5 @@ class ExportForm(forms.Form):
             ("scores", "scores (rank, score, cosine, confidence, calibration)"),
         ],
         required=False,
-        help_text="Moses streams one side per download.",
+        help_text="Moses only: a download holds one side; a file built in the background holds all three (zip).",
     )

@@ -116,6 +116,29 @@ def threshold_labels(*, src_lang: str, tgt_lang: str, run_ids: list[int] | None 
     )
 
 
+MIN_CALIBRATION_LABELS = 20
+
+
+def calibration_label_shortfall(*, src_lang: str, tgt_lang: str, campaign_id: int | None = None) -> str | None:
+    """Why a calibration run on these labels would surely fail (fewer than MIN_CALIBRATION_LABELS, or one verdict
+    only), counted cheaply before it is queued; None when it may run. The count is an upper bound of what the run
+    trains on (it keeps the most used encoder's runs only), so a run this lets through can still stop with the
+    same message."""
+    qs = estimable_labels().filter(
+        sentence_pair__isnull=False, sentence_pair__run__src_lang=src_lang, sentence_pair__run__tgt_lang=tgt_lang
+    )
+    if campaign_id is not None:
+        qs = qs.filter(campaign_id=campaign_id)
+    n = qs.count()
+    n_good = qs.filter(verdict=Verdict.GOOD).count()
+    if n < MIN_CALIBRATION_LABELS or n_good in (0, n):
+        return (
+            f"{n} labels ({n_good} GOOD) for {src_lang}-{tgt_lang}: calibration needs at least "
+            f"{MIN_CALIBRATION_LABELS}, with both GOOD and BAD"
+        )
+    return None
+
+
 def labelled_pairs(*, src_lang: str, tgt_lang: str, campaign_id: int | None = None) -> LabelledPairs:
     """Every label on a candidate of a src->tgt run (of one campaign, or all), for training a calibration model.
 
@@ -221,10 +244,10 @@ def execute_calibrate(run: MiningRun, reporter) -> dict:
     method = p.method.value
     reporter.update(stage="labels", force=True)
     data = labelled_pairs(src_lang=run.src_lang, tgt_lang=run.tgt_lang, campaign_id=p.campaign)
-    if len(data.labels) < 20 or data.labels.all() or not data.labels.any():
+    if len(data.labels) < MIN_CALIBRATION_LABELS or data.labels.all() or not data.labels.any():
         raise ValueError(
             f"{len(data.labels)} labels ({int(data.labels.sum())} GOOD) for {run.src_lang}-"
-            f"{run.tgt_lang}: calibration needs at least 20, with both GOOD and BAD"
+            f"{run.tgt_lang}: calibration needs at least {MIN_CALIBRATION_LABELS}, with both GOOD and BAD"
         )
     reporter.update(stage="cross-validate", force=True)
     t0 = time.perf_counter()

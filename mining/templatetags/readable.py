@@ -7,6 +7,8 @@ import math
 from typing import Any
 
 from django import template
+from django.utils.html import escape, format_html_join
+from django.utils.safestring import SafeString
 
 from ..selectors import job_bar, run_threshold_info
 from ..words import ordered_timings, readable, shown
@@ -22,6 +24,13 @@ register.filter("ordered_timings", ordered_timings)
 def scalar(value: Any) -> bool:
     """True for values a page can print as they are (not dicts or lists)."""
     return not isinstance(value, dict | list | tuple)
+
+
+@register.filter
+def scalar_items(mapping: Any) -> list[tuple[Any, Any]]:
+    """The (key, value) items of a mapping whose values a page prints as they are (a line of run statistics joined
+    by " · " must not end with a separator left by a nested value it skips)."""
+    return [(k, v) for k, v in (mapping or {}).items() if scalar(v)]
 
 
 @register.filter
@@ -50,6 +59,18 @@ def percent1(value: Any) -> str:
         return f"{100 * float(value):.1f} %"
     except (TypeError, ValueError):
         return ""
+
+
+@register.filter
+def code_spans(text: Any) -> SafeString:
+    """Plain text whose `backticked` parts (a command in a reason shared with the API and the exports) are shown as
+    <code> on a page instead of with their backticks; the rest is escaped."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: leave the text as it is
+        return escape(str(text))
+    return format_html_join(
+        "", "{}", ((p if i % 2 == 0 else SafeString(f"<code>{escape(p)}</code>"),) for i, p in enumerate(parts))
+    )
 
 
 @register.inclusion_tag("mining/_progress.html")

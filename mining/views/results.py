@@ -106,10 +106,13 @@ def run_compare_view(request: HttpRequest) -> HttpResponse:
         .select_related("src_corpus", "tgt_corpus")
         .order_by("-created_at")[:200]
     )
-    first = runs[0] if runs else None
-    second = next((r for r in runs[1:] if (r.src_lang, r.tgt_lang) == (first.src_lang, first.tgt_lang)), None)
-    context: dict = {"runs": runs, "default_a": first, "default_b": second or (runs[1] if len(runs) > 1 else first)}
     a_id, b_id = request.GET.get("a"), request.GET.get("b")
+    # "compare with another run" on a run's results page sends ?a=<that run>: it is run A, and run B the newest other
+    # run of its language pair (else the newest other run)
+    first = next((r for r in runs if a_id and str(r.pk) == a_id), runs[0] if runs else None)
+    others = [r for r in runs if r is not first]
+    second = next((r for r in others if (r.src_lang, r.tgt_lang) == (first.src_lang, first.tgt_lang)), None)
+    context: dict = {"runs": runs, "default_a": first, "default_b": second or (others[0] if others else first)}
     if a_id and b_id and a_id.isdigit() and b_id.isdigit():
         a, b = get_run_or_404(int(a_id)), get_run_or_404(int(b_id))
         ta = _float_param(request, "ta", run_threshold(a))

@@ -342,5 +342,10 @@ def test_results_match_hand_computed_rate_interval_kappas_and_control_accuracy(d
     assert r["reviewers"]["rev0"]["control_accuracy"] == 1.0
     assert r["reviewers"]["rev1"]["control_accuracy"] == 0.5
     page = staff_client.get(reverse("campaign-results", args=[campaign.pk]))
-    assert f"<strong>0.375</strong> [{centre - half:.3f}, {centre + half:.3f}]".encode() in page.content
+    # shares as percentages, as the run page states precision (walk: "0.412 [0.109, 0.801]" beside "94.5 %")
+    assert (
+        f"<strong>37.5 %</strong> [{100 * (centre - half):.1f} %, {100 * (centre + half):.1f} %]".encode()
+        in page.content
+    )
+    assert b'id="kept-precision-note"' not in page.content  # not a kept-set campaign
     assert b"<td>0.500</td><td>4</td>" in page.content  # Cohen's kappa of rev0 - rev1 on 4 shared items

@@ -175,3 +175,15 @@ def test_applying_a_calibration_opens_its_job_which_links_the_runs_results(staff
     applications = html[html.index('id="applications"') :]
     assert f'href="{reverse("run-detail", args=[job.pk])}"' in applications
     assert f'href="{reverse("run-results", args=[pair.pk])}"' in applications
+
+
+def test_training_on_too_few_labels_is_refused_before_a_run_is_queued(staff_client, pair) -> None:
+    """With 8 labels the train button queued a calibration run that failed at once with "ValueError: 8 labels ..."
+    (walk); the page now says so and queues nothing."""
+    response = staff_client.post(reverse("calibration-train", args=["en", "fr"]), {"method": "head"})
+    assert response.status_code == 302 and response["Location"] == reverse("calibration", args=["en", "fr"])
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        "Not trained: 0 labels (0 GOOD) for en-fr: calibration needs at least 20, with both GOOD and BAD. "
+        "Review more pairs first."
+    ]
+    assert not MiningRun.objects.filter(kind=RunKind.CALIBRATE).exists()

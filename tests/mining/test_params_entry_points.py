@@ -198,3 +198,11 @@ def test_a_post_whose_kind_changed_after_the_fields_were_shown_is_shown_again(co
     ]
     again = RunStartForm(data={**data, "shown_kind": form.data["shown_kind"], "prefilter": "on", "calibrated_f1": "on"})
     assert again.is_valid(), again.errors
+
+
+def test_a_bound_is_shown_as_written_not_in_scientific_notation() -> None:
+    """The seed's help on the run form said "From 0 to 2.14748e+09" (walk); whole bounds are printed whole."""
+    seed = next(spec for spec in PARAMS[RunKind.DOCUMENT].specs() if spec.name == "seed")
+    assert seed.describe() == "Seeds the split of the gold pairs. From 0 to 2147483647."
+    k = next(spec for spec in PARAMS[RunKind.SENTENCE].specs() if spec.name == "k")
+    assert k.describe().endswith(" From 1 to 64.")

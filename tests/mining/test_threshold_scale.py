@@ -78,7 +78,10 @@ def test_open_the_distance_run_page_and_results_page(staff_client, runs) -> None
     detail = _get(staff_client, "run-detail", ratio)
     results = _get(staff_client, "run-results", ratio)
     assert "Threshold: 1.1733 (stored for en-fr on usem3 v1/ratio/k=4/max_score runs" in detail
-    assert "<strong>1.1733</strong>" in results and "Label-free default threshold 1.6000" in detail
+    assert "<strong>1.1733</strong>" in results
+    # the precision statement (issue 31) names the same threshold and its source in place of the old label-free line
+    assert 'class="statement-threshold">1.1733<' in detail and "Label-free default threshold" not in detail
+    assert 'class="statement-source">calibrated on labels<' in detail  # stored by hand: no calibration model
 
 
 def test_export_the_distance_run(staff_client, runs) -> None:

@@ -121,6 +121,12 @@ def test_task_builds_moses_zip_and_page_links_it(staff_client, run):
     assert link in page
     download = staff_client.get(link)
     assert download.status_code == 200 and download["Content-Disposition"].startswith("attachment")
+    # the page says what a built Moses file holds (walk: it said only "Moses streams one side per download")
+    assert "Moses only: a download holds one side; a file built in the background holds all three (zip)." in page
+    assert "(TSV: score, cosine, confidence, calibration and label columns)" in page
+    # the run's threshold in its own sentence, not nested three parentheses deep (walk: "...max_score)))")
+    assert 'left blank, the threshold is the\nrun\'s: <span id="export-threshold">' in page and ")))" not in page
+    assert "as TSV, Moses, TMX, JSONL or Parquet:" in staff_client.get(reverse("export-list")).content.decode()
 
 
 def test_build_view_enqueues_on_commit(staff_client, run, django_capture_on_commit_callbacks, monkeypatch):

@@ -48,6 +48,7 @@ def test_upload_creates_a_job_that_imports(staff_client, django_capture_on_commi
     import_execute(job=job)
     page = staff_client.get(reverse("import-detail", args=[job.pk]))
     assert "40 gold sentence pairs" in " ".join(page.content.decode().split())
+    assert "1 gold document pair;" in " ".join(page.content.decode().split())  # walk: "1 gold document pairs"
     partial = staff_client.get(reverse("import-detail", args=[job.pk]), headers={"HX-Request": "true"})
     assert partial.status_code == 286 and b"<html" not in partial.content
 

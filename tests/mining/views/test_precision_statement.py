@@ -95,6 +95,9 @@ def test_run_page_states_it_to_staff_and_not_to_reviewers(staff_client, reviewer
     assert 'class="statement-source">label-free estimate<' in html
     assert 'class="statement-precision">90.0 %<' in html and "82.0 %–97.0 %" in html
     assert 'id="check-estimate"' in html  # no labels yet
+    assert 'precision of the <span class="statement-kept">40</span> kept pairs' in html
+    # the demo's check drew 43 pairs under a button saying 50 (walk): the page says how the pairs are drawn
+    assert "up to 50 pairs drawn over the kept set, 10 from each of 5 score bands (a band holding fewer" in html
     body = reviewer_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "run-statement" not in body and "90.0 %" not in body and "check-estimate" not in body
 
@@ -163,3 +166,26 @@ def test_one_click_check_creates_a_campaign_over_the_kept_set(staff_client, staf
     html = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert 'id="check-estimate"' not in html  # the run has labels now
     assert reverse("campaign-results", args=[campaign.pk]) in html and "Checked by labels" in html
+    results = staff_client.get(reverse("campaign-results", args=[campaign.pk])).content.decode()
+    assert 'id="kept-precision-note"' in results and "the\n  kept set's precision measured by your labels" in results
+
+
+def test_run_page_shows_the_reasons_command_as_code_not_backticks(staff_client):
+    """ "not estimated yet (…; `manage.py estimate_precision`)" showed its backticks on the run page (walk)."""
+    html = staff_client.get(reverse("run-detail", args=[_run().pk])).content.decode()
+    assert "<code>manage.py estimate_precision</code>" in html and "`" not in html.split('id="run-statement"')[1][:600]
+
+
+def test_code_spans_escapes_and_leaves_unpaired_backticks():
+    from mining.templatetags.readable import code_spans
+
+    assert code_spans("run `a<b` now") == "run <code>a&lt;b</code> now"
+    assert code_spans("one ` only <x>") == "one ` only &lt;x&gt;"
+
+
+def test_run_statistics_line_ends_without_a_separator(staff_client):
+    """A nested statistic last (the precision estimate) left "kept after the pre-filters: 180 ·" (walk)."""
+    run = _run(candidates=60, kept_after_filters=58, precision_estimate=ESTIMATE)
+    html = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    line = html.split('<p class="run-stats">')[1].split("</p>")[0]
+    assert line.endswith("<strong>58</strong>") and line.count(" · ") == 1

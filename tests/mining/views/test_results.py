@@ -117,7 +117,7 @@ def test_compare_overlap_and_precision(staff_client):
     assert 'id="overlap">2' in html and 'id="kept-a">3' in html
 
 
-def test_compare_precision_on_gold_pairs_either_direction():
+def test_compare_precision_on_gold_pairs_either_direction(staff_client):
     a = make_run(3, scores=[1.4, 1.3, 1.2])
     pairs = list(SentencePairCandidate.objects.filter(run=a).order_by("rank"))
     # pair 1 is gold as mined, pair 2 is gold stored the other way round, pair 3's source is gold with another target
@@ -128,6 +128,10 @@ def test_compare_precision_on_gold_pairs_either_direction():
     assert (cmp.gold_covered_a, cmp.gold_hits_a) == (3, 2)
     assert cmp.gold_precision_a == pytest.approx(2 / 3)
     assert (cmp.gold_covered_b, cmp.gold_hits_b) == (1, 1)
+    # shares as percentages, as the run page states precision (walk: "1.000" beside the run page's "94.5 %")
+    html = staff_client.get(reverse("run-compare"), {"a": a.pk, "b": a.pk, "ta": "", "tb": "1.35"}).content.decode()
+    assert 'id="gold-precision-a">66.7 %<' in html and 'id="gold-precision-b">100.0 %<' in html
+    assert 'id="precision-a">–<' in html  # no labels
 
 
 def test_document_run_results_list_document_pairs(staff_client):
@@ -217,3 +221,42 @@ def test_compare_warns_about_different_pairs_and_a_run_with_itself(staff_client)
     assert 'id="compare-warning"' in html and "different language pairs (en-fr and en-de)" in html
     html = staff_client.get(reverse("run-compare"), {"a": a.pk, "b": a.pk}).content.decode()
     assert "the same run twice" in html
+
+
+def test_a_document_named_by_its_address_is_not_named_twice(staff_client):
+    """The demo's documents are titled with their address: the results showed "django/conf/django django/conf/django
+    · 348 sentences" (walk); the address is repeated under the title only when it says something else."""
+    from mining.models import DocumentPairCandidate, RunKind
+    from tests.factories.mining import DocumentFactory
+
+    run = MiningRunFactory(kind=RunKind.DOCUMENT)
+    src = DocumentFactory(
+        corpus=run.src_corpus, lang="en", title="django/conf/django", external_id="django/conf/django"
+    )
+    tgt = DocumentFactory(corpus=run.src_corpus, lang="fr", title="Guide", external_id="docs/fr/guide")
+    DocumentPairCandidate.objects.create(run=run, src=src, tgt=tgt, cosine=0.5, score=1.2, rank=1)
+    html = staff_client.get(reverse("run-results", args=[run.pk])).content.decode()
+    n_src, n_tgt = src.n_sentences, tgt.n_sentences
+    assert f"django/conf/django <small>{n_src} sentences</small>" in html
+    assert f"Guide <small>docs/fr/guide · {n_tgt} sentences</small>" in html
+
+
+def test_compare_from_a_results_page_preselects_that_run(staff_client):
+    """The results page's "compare with another run" sends ?a=<run>; the form preselected the newest run instead
+    (walk). Run A is that run, run B the newest other run of its language pair."""
+    old = make_run(2)
+    make_run(2, src_lang="en", tgt_lang="de")
+    newest = make_run(2)
+
+    def selected(html: str, name: str) -> int:
+        block = html.split(f'<select name="{name}">')[1].split("</select>")[0]
+        return int(re.search(r'<option value="(\d+)" selected>', block).group(1))
+
+    html = staff_client.get(reverse("run-compare"), {"a": old.pk}).content.decode()
+    assert (selected(html, "a"), selected(html, "b")) == (old.pk, newest.pk)
+    html = staff_client.get(reverse("run-compare")).content.decode()
+    assert (selected(html, "a"), selected(html, "b")) == (newest.pk, old.pk)
+    assert (
+        f'href="{reverse("run-compare")}?a={old.pk}"'
+        in staff_client.get(reverse("run-results", args=[old.pk])).content.decode()
+    )
