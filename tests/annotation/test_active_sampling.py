@@ -122,7 +122,7 @@ def test_results_page_and_api_show_the_active_sample_apart(django_user_model, st
     _judge_all(campaign, rev, lambda item: "BAD" if item.sampler == Sampler.UNCERTAIN else "GOOD")
     html = staff_client.get(reverse("campaign-results", args=[campaign.pk])).content.decode()
     assert "+ 2 uncertain per run" in html and 'id="active-rates"' in html
-    assert "<strong>1.000</strong>" in html  # the uniform part only
+    assert "<strong>100.0 %</strong>" in html  # the uniform part only (GOOD rates as percentages)
     api = APIClient()
     api.force_authenticate(staff_user)
     body = api.get(f"/api/review/campaigns/{campaign.pk}/results/").json()
