@@ -116,6 +116,9 @@ def _keeper(stop: threading.Event, queues: list[str]) -> None:
         first = False
         try:
             holds_announce(queues)
+        except Exception:  # the broker cannot be asked: the job keeping below must not wait for it
+            logger.exception("could not announce the index groups this worker holds; trying again")
+        try:
             keep_jobs()
         except Exception:  # the database or broker is away for a moment: the next round tries again
             logger.exception("the job keeper failed; trying again")

@@ -27,6 +27,7 @@ from rest_framework.test import APIClient
 
 from mining.models import JobStatus, MiningRun, RunShard
 from mining.models import SentencePairCandidate as Cand
+from mining.services.shards.pqstages import broker_redis
 from tests.conftest import wait_for
 from tests.factories.mining import inline_sentence_run as _inline
 from tests.factories.mining import run_state as _state
@@ -187,7 +188,12 @@ class Proxy:
                 client.close()
                 continue
             try:
-                upstream = socket.create_connection(self.target)
+                host, port = self.target
+                if host.startswith("/"):  # the embedded Postgres (./run app) listens on a socket in this folder only
+                    upstream = socket.socket(socket.AF_UNIX)
+                    upstream.connect(f"{host}/.s.PGSQL.{port}")
+                else:
+                    upstream = socket.create_connection(self.target)
             except OSError:
                 client.close()
                 continue
@@ -275,7 +281,7 @@ def test_shard_messages_the_broker_lost_are_sent_again_within_seconds(celery_wor
     ref = _inline(corpus, encoder)
     (worker,) = celery_workers.start(1, PCAPP_KEEPER_SECONDS="1")
     run = _run(corpus, encoder, enqueue=True)
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    client = broker_redis()
     assert wait_for(lambda: RunShard.objects.filter(run=run, stage="embed").exists(), timeout=60), _state(run)
     # the broker loses every waiting message (as a restart without persistence does); the worker is held still
     # meanwhile, so that what it has not taken yet is lost

@@ -66,10 +66,18 @@ def search_group_queue(g: int) -> str:
 _HOLDS_KEY = "pcapp:holds:"
 
 
-def _redis():  # noqa: ANN202 - redis.Redis
+def broker_redis():  # noqa: ANN201 - redis.Redis
+    """A redis-py client of the broker's Redis. Kombu's socket form (`redis+socket:///path?virtual_host=n`, which
+    `./run app`'s embedded Redis uses) is redis-py's `unix:///path?db=n`."""
     import redis
 
-    return redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=5)
+    url = settings.CELERY_BROKER_URL
+    if url.startswith("redis+socket://"):
+        url = "unix://" + url[len("redis+socket://") :].replace("virtual_host=", "db=")
+    return redis.Redis.from_url(url, socket_timeout=5)
+
+
+_redis = broker_redis
 
 
 def holds_announce(queues: list[str]) -> list[int]:
