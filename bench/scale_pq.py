@@ -254,6 +254,8 @@ def main() -> None:
     print(f"# scale_pq: {args.n:,} x {args.n:,}, d={args.dim}, {n_shards} shards a side of {args.shard_rows:,} rows, "
           f"{cfg['groups']} groups; IVF{cfg['nlist']},PQ{args.m}, nprobe={args.nprobe}, k={args.k}, "
           f"k_cand={args.k_cand}; load {load}")  # fmt: skip
+    if args.folder:
+        Path(args.folder).mkdir(parents=True, exist_ok=True)  # a work folder that does not exist yet is made
     with tempfile.TemporaryDirectory(prefix="scale-pq-", dir=args.folder or None) as tmp:
         folder = Path(tmp)
         t0 = time.perf_counter()
