@@ -57,6 +57,25 @@ def side_embedding(ctx: Ctx, side: str, j: int) -> np.ndarray:
     return emb
 
 
+def training_sample(ctx: Ctx, want: int, seed: int) -> np.ndarray:
+    """A seeded sample of up to `want` embedding rows of both sides (half from the source side, the rest from the
+    target side), in row order per side: what an index's quantizer trains on (IVF-Flat and IVF-PQ alike)."""
+    plan = ctx.need_plan
+    rng = np.random.default_rng(seed)
+    parts = []
+    for side, n, shards, take in (
+        ("src", plan.n_src, plan.src_shards, min(plan.n_src, want // 2)),
+        ("tgt", plan.n_tgt, plan.tgt_shards, min(plan.n_tgt, want - min(plan.n_src, want // 2))),
+    ):
+        rows = np.sort(rng.choice(n, take, replace=False))
+        for j, (start, stop) in enumerate(shards):
+            sel = rows[(rows >= start) & (rows < stop)] - start
+            if len(sel):
+                parts.append(side_embedding(ctx, side, j)[sel])
+            ctx.check()
+    return np.concatenate(parts)
+
+
 def sentence_texts(ids: np.ndarray) -> dict[int, tuple[str, str]]:
     """{sentence id: (text, detected language)} for the given ids (one query, any number of ids)."""
     with connection.cursor() as cur:

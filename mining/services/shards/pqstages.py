@@ -39,7 +39,7 @@ from ...core.knn.pq import (
 )
 from ...core.knn.shards import ivf_nlist, merge_topk
 from ...core.margin import neighbourhood_means
-from .context import Ctx, side_embedding
+from .context import Ctx, side_embedding, training_sample
 from .plan import Plan, ShardError, load_npz, save_npy, save_npz, write_atomic
 
 logger = logging.getLogger(__name__)
@@ -118,19 +118,7 @@ def stage_train(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     plan = ctx.need_plan
     nlist = ivf_nlist(max(1, min(plan.n_src, plan.n_tgt)))
     want = PQ_TRAIN_PER_LIST * nlist
-    rng = np.random.default_rng(PQ_SEED)
-    parts = []
-    for side, n, shards, take in (
-        ("src", plan.n_src, plan.src_shards, min(plan.n_src, want // 2)),
-        ("tgt", plan.n_tgt, plan.tgt_shards, min(plan.n_tgt, want - min(plan.n_src, want // 2))),
-    ):
-        rows = np.sort(rng.choice(n, take, replace=False))
-        for j, (start, stop) in enumerate(shards):
-            sel = rows[(rows >= start) & (rows < stop)] - start
-            if len(sel):
-                parts.append(side_embedding(ctx, side, j)[sel])
-            ctx.check()
-    sample = np.concatenate(parts)
+    sample = training_sample(ctx, want, PQ_SEED)
     if len(sample) < 256:
         raise ShardError(f"a compressed (pq) index needs at least 256 sentences to train on, the run has {len(sample)}")
     m = pq_fit_m(sample.shape[1], plan.pq_m)

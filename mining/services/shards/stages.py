@@ -30,7 +30,7 @@ from ..embeddings import embeddings_dir, load_shard, save_shard, shard_path, sid
 from ..encoders import encoder_default, load_encoder
 from . import pqstages
 from .candidates import CANDIDATE_STAGE_FN
-from .context import Ctx, sentence_texts, side_corpus, side_embedding, side_ids
+from .context import Ctx, sentence_texts, side_corpus, side_embedding, side_ids, training_sample
 from .plan import Plan, ShardError, load_npz, save_npy, save_npz, write_atomic
 
 IVF_SEED = 0
@@ -106,21 +106,10 @@ def _stage_train(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
         return pqstages.stage_train(ctx, shard_no, shard_id)
     nlist = ivf_nlist(max(1, min(plan.n_src, plan.n_tgt)))
     want = IVF_TRAIN_PER_LIST * nlist
-    rng = np.random.default_rng(IVF_SEED)
-    parts = []
-    for side, n, shards, take in (
-        ("src", plan.n_src, plan.src_shards, min(plan.n_src, want // 2)),
-        ("tgt", plan.n_tgt, plan.tgt_shards, min(plan.n_tgt, want - min(plan.n_src, want // 2))),
-    ):
-        rows = np.sort(rng.choice(n, take, replace=False))
-        for j, (start, stop) in enumerate(shards):
-            sel = rows[(rows >= start) & (rows < stop)] - start
-            if len(sel):
-                parts.append(side_embedding(ctx, side, j)[sel])
-            ctx.check()
-    index = ivf_train(np.concatenate(parts), nlist, seed=IVF_SEED)
+    sample = training_sample(ctx, want, IVF_SEED)
+    index = ivf_train(sample, nlist, seed=IVF_SEED)
     write_atomic(ctx.folder / "ivf" / "trained.index", lambda tmp: faiss.write_index(index, str(tmp)))
-    return {"nlist": int(index.nlist), "sample": int(sum(len(p) for p in parts))}
+    return {"nlist": int(index.nlist), "sample": int(len(sample))}
 
 
 def _index_side(plan: Plan, shard_no: int) -> tuple[str, int]:
