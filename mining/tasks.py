@@ -27,7 +27,8 @@ def export_run(
     header: bool = False,
 ) -> dict:
     """Write a run's kept bitext to PCAPP_DATA_DIR/exports/ (for sets too large to stream comfortably)."""
-    from .services.export import ExportFormat, KeepMode, KeepRule, export_build_file
+    from .services.export import ExportFormat, KeepMode, KeepRule
+    from .services.export_files import export_build_file
 
     run = MiningRun.objects.select_related("encoder").get(pk=run_id)
     rule = KeepRule(mode=KeepMode(mode), threshold=threshold, include_filtered=include_filtered)

@@ -14,15 +14,8 @@ from pcapp.permissions import IsStaff
 
 from ..models import MiningRun
 from ..selectors import run_get
-from ..services.export import (
-    CONTENT_TYPES,
-    ExportFormat,
-    KeepMode,
-    KeepRule,
-    export_download,
-    export_enqueue,
-    export_files,
-)
+from ..services.export import CONTENT_TYPES, ExportFormat, KeepMode, KeepRule, export_download
+from ..services.export_files import export_enqueue, export_files
 from .serializers import ExportFileOut, ExportIn
 
 

@@ -22,24 +22,17 @@ Large sets are written by the `mining.export_run` task to PCAPP_DATA_DIR/exports
 from __future__ import annotations
 
 import enum
-import hashlib
 import itertools
 import json
 import re
 import tempfile
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from django.conf import settings
-from django.db import models, transaction
+from django.db import models
 from django.db.models import QuerySet
-
-from mining.core.files import atomic_path, write_text_atomic
-from pcapp.celery import app as celery_app
 
 from ..models import MiningRun, RunKind, SentencePairCandidate
 from ..params import default_encoder_name
@@ -50,7 +43,6 @@ from .export_parquet import write_parquet
 
 CHUNK = 2000
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-_FILE_NAME = re.compile(r"^run(\d+)-[a-z0-9]+-[0-9a-f]{10}\.(tsv|tmx|jsonl|zip|parquet)$")
 
 
 class ExportFormat(enum.Enum):
@@ -158,7 +150,7 @@ def _tsv(run: MiningRun, rule: KeepRule) -> Iterator[str]:
 MOSES_SIDES = ("src", "tgt", "scores")
 
 
-def _moses(run: MiningRun, rule: KeepRule, side: str) -> Iterator[str]:
+def moses_lines(run: MiningRun, rule: KeepRule, side: str) -> Iterator[str]:
     """One side of the bitext, one sentence per line (line n of every side is pair n); the `scores` side holds
     rank, score, cosine, confidence and calibration, tab-separated."""
     if side == "scores":
@@ -299,7 +291,7 @@ def export_stream(
     if fmt is ExportFormat.MOSES:
         if side not in MOSES_SIDES:
             raise ValueError("Moses side must be 'src', 'tgt' or 'scores'")
-        return _moses(run, rule, side)
+        return moses_lines(run, rule, side)
     if fmt is ExportFormat.TMX:
         return _tmx(run, rule)
     return _jsonl(run, rule)
@@ -336,22 +328,6 @@ def export_download(
     )
 
 
-EXPORT_TASK = "mining.export_run"  # mining.tasks.export_run, sent by name (the tasks module imports the services)
-
-
-def send_export_task(*args: Any) -> None:
-    """Send the export task to the broker (now)."""
-    celery_app.send_task(EXPORT_TASK, args=list(args))
-
-
-def export_enqueue(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool = False) -> Path:
-    """Have the export task build the file once the current transaction commits; returns where it will be."""
-    header = header and fmt is ExportFormat.TSV
-    args = (run.pk, fmt.value, rule.mode.value, rule.threshold, rule.include_filtered) + ((True,) if header else ())
-    transaction.on_commit(lambda: send_export_task(*args))
-    return export_file_path(run=run, rule=rule, fmt=fmt, header=header)
-
-
 def export_filename(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: str | None = None) -> str:
     """A download name such as `run12-en-fr-threshold.tmx`."""
     base = f"run{run.pk}-{run.src_lang}-{run.tgt_lang}-{rule.mode.value}"
@@ -361,94 +337,3 @@ def export_filename(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, side: 
         ext = {"src": run.src_lang, "tgt": run.tgt_lang}.get(side, side)
         return f"{base}.{ext}"
     return f"{base}.{fmt.value}"
-
-
-def exports_dir() -> Path:
-    return Path(settings.PCAPP_DATA_DIR) / "exports"
-
-
-def export_file_path(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool = False) -> Path:
-    """Where the task writes this export (deterministic: the same request reuses the same file)."""
-    key = [fmt.value, rule.as_dict()] + (["header"] if header and fmt is ExportFormat.TSV else [])
-    digest = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
-    ext = "zip" if fmt is ExportFormat.MOSES else fmt.value
-    return exports_dir() / f"run{run.pk}-{fmt.value}-{digest}.{ext}"
-
-
-def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool = False) -> tuple[Path, int]:
-    """Write the export to its file (a temporary name beside it, then an atomic rename: `atomic_path`); returns (path,
-    pairs written). `header`: a TSV file starts with TSV_HEADER."""
-    header = header and fmt is ExportFormat.TSV
-    path = export_file_path(run=run, rule=rule, fmt=fmt, header=header)
-    statement = export_statement(run=run, rule=rule)
-    with atomic_path(path) as tmp:
-        n = _write_export(tmp, run=run, rule=rule, fmt=fmt, header=header, statement=statement)
-    if fmt in (ExportFormat.TSV, ExportFormat.JSONL):
-        write_statement(path, statement)
-    return path, n
-
-
-def _write_export(
-    tmp: Path, *, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool, statement: dict[str, Any]
-) -> int:
-    """Write the export to `tmp` (the statement inside Parquet's metadata, the Moses zip's metadata.json); returns
-    the pairs written."""
-    n = 0
-    if fmt is ExportFormat.PARQUET:
-        with tmp.open("wb") as fh:
-            n = write_parquet(
-                export_rows(run, rule),
-                fh,
-                run_id=run.pk,
-                src_lang=run.src_lang,
-                tgt_lang=run.tgt_lang,
-                metadata=statement,
-            )
-    elif fmt is ExportFormat.MOSES:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr("metadata.json", statement_json(statement) + "\n")
-            for side in MOSES_SIDES:
-                with zf.open(export_filename(run=run, rule=rule, fmt=fmt, side=side), "w") as fh:
-                    n = 0
-                    for line in _moses(run, rule, side):
-                        fh.write(line.encode())
-                        n += 1
-    else:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for chunk in export_stream(run=run, rule=rule, fmt=fmt, header=header):
-                fh.write(chunk)
-                n += 1
-        n -= 1 if header else 0
-        if fmt is ExportFormat.TMX:
-            n -= 3  # prologue, header and closing chunks
-    return n
-
-
-def statement_path(path: Path) -> Path:
-    """The metadata file beside a TSV or JSONL export file."""
-    return path.with_name(path.name + ".meta.json")
-
-
-def write_statement(path: Path, statement: dict[str, Any]) -> Path:
-    """Write an export's statement to its metadata file (temporary name, then os.replace)."""
-    meta = statement_path(path)
-    write_text_atomic(meta, statement_json(statement) + "\n")
-    return meta
-
-
-def export_files(*, run: MiningRun) -> list[Path]:
-    """Finished export files of a run, newest first."""
-    folder = exports_dir()
-    if not folder.is_dir():
-        return []
-    files = [p for p in folder.glob(f"run{run.pk}-*") if _FILE_NAME.match(p.name)]
-    return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
-
-
-def export_file_for_download(*, run: MiningRun, name: str) -> Path | None:
-    """The run's export file called `name`, or None (the name is checked, so no path can escape the folder)."""
-    match = _FILE_NAME.match(name)
-    if not match or int(match.group(1)) != run.pk:
-        return None
-    path = exports_dir() / name
-    return path if path.is_file() else None

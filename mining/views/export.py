@@ -12,16 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from pcapp.permissions import staff_required
 
 from ..forms import ExportForm
-from ..services.export import (
-    ExportDownload,
-    ExportFormat,
-    KeepMode,
-    KeepRule,
-    export_download,
-    export_enqueue,
-    export_file_for_download,
-    export_files,
-)
+from ..services.export import ExportDownload, ExportFormat, KeepMode, KeepRule, export_download
+from ..services.export_files import export_enqueue, export_file_for_download, export_files
 from .runs import get_run_or_404
 
 

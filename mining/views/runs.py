@@ -17,7 +17,7 @@ from ..forms import RunStartForm
 from ..models import JobStatus, MiningRun, RunKind
 from ..selectors import run_get, run_list, run_progress, scale_key
 from ..selectors.precision import run_label_count, threshold_statement
-from ..services.export import export_files
+from ..services.export_files import export_files
 from ..services.runs import BrokerUnavailable, RunStartError, run_cancel, run_create, run_delete, run_retry
 
 

@@ -17,8 +17,8 @@ from mining.services.export import (
     export_rows,
     export_statement,
     export_stream,
-    write_statement,
 )
+from mining.services.export_files import write_statement
 from mining.services.export_parquet import write_parquet
 
 

@@ -145,7 +145,7 @@ def test_export_stream_and_task(staff_api, monkeypatch, django_capture_on_commit
     assert response.status_code == 200
     assert b"".join(response.streaming_content).decode().splitlines() == ["source 0", "source 1"]
     sent = []
-    monkeypatch.setattr("mining.services.export.send_export_task", lambda *a: sent.append(a))
+    monkeypatch.setattr("mining.services.export_files.send_export_task", lambda *a: sent.append(a))
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_api.post(f"/api/runs/{run.pk}/export/", {"fmt": "jsonl"}, format="json")
     assert response.status_code == 202 and response.json()["name"].endswith(".jsonl")

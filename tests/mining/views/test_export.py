@@ -10,7 +10,8 @@ import pytest
 from django.urls import reverse
 
 from mining.models import MiningRun
-from mining.services.export import ExportFormat, KeepMode, KeepRule, export_build_file, export_files
+from mining.services.export import ExportFormat, KeepMode, KeepRule
+from mining.services.export_files import export_build_file, export_files
 from mining.tasks import export_run
 from tests.factories.mining import make_document_run, make_run
 
@@ -131,7 +132,7 @@ def test_task_builds_moses_zip_and_page_links_it(staff_client, run):
 
 def test_build_view_enqueues_on_commit(staff_client, run, django_capture_on_commit_callbacks, monkeypatch):
     sent = []
-    monkeypatch.setattr("mining.services.export.send_export_task", lambda *a: sent.append(a))
+    monkeypatch.setattr("mining.services.export_files.send_export_task", lambda *a: sent.append(a))
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_client.post(
             reverse("run-export-build", args=[run.pk]), {"format": "tmx", "keep": "both", "threshold": "1.2"}
@@ -263,7 +264,7 @@ def test_the_page_posts_its_download_with_a_tsv_header_and_no_token_in_an_addres
 
 def test_building_in_the_background_keeps_the_chosen_format(staff_client, run, monkeypatch):
     sent = []
-    monkeypatch.setattr("mining.services.export.send_export_task", lambda *a: sent.append(a))
+    monkeypatch.setattr("mining.services.export_files.send_export_task", lambda *a: sent.append(a))
     data = {"format": "jsonl", "keep": "both", "threshold": "1.2", "download": "1"}
     response = staff_client.post(reverse("run-export-build", args=[run.pk]), data)
     assert response.status_code == 302 and "format=jsonl" in response.url and "keep=both" in response.url

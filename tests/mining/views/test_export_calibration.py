@@ -14,7 +14,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from mining.models import Artefact, ArtefactKind, SentencePairCandidate
-from mining.services.export import ExportFormat, KeepMode, KeepRule, export_build_file, export_stream
+from mining.services.export import ExportFormat, KeepMode, KeepRule, export_stream
+from mining.services.export_files import export_build_file
 from tests.factories.mining import make_run
 
 pytestmark = pytest.mark.django_db

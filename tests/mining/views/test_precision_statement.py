@@ -19,7 +19,8 @@ from annotation.models import Campaign, CampaignItem, Label, Sampler, Verdict
 from mining.models import Artefact, ArtefactKind, LanguagePairSetting, MiningRun, SentencePairCandidate
 from mining.selectors.precision import statement_line, threshold_statement
 from mining.selectors.thresholds import scale_key
-from mining.services.export import ExportFormat, KeepRule, export_build_file, export_statement, statement_path
+from mining.services.export import ExportFormat, KeepRule, export_statement
+from mining.services.export_files import export_build_file, statement_path
 from tests.mining.views.test_results import make_run
 
 pytestmark = pytest.mark.django_db
