@@ -7,7 +7,7 @@ per case and label budget n (0, 25, 50, 100, 200):
 * stated against measured precision of the kept set: at 0 labels the target-decoy estimate (decoys from the case's
   disjoint collection); after n labels the weighted GOOD rate of n pairs drawn by the one-click check's sampler
   (``Sampler.KEPT``: equal score bands over the kept set, n // 5 per band, each label weighted by its band's size over
-  the labels drawn from it: annotation.services._kept_ids, re-done here on arrays), with its Wilson interval;
+  the labels drawn from it: annotation.services.campaigns._kept_ids, re-done here on arrays), with its Wilson interval;
 * the threshold's F1 after n labels, two ways, against the best F1 of the ranked list: "sweep", the F1-best threshold
   of n pairs drawn by the app's "stratified by score band" sampler over every candidate (weighted likewise; the
   recall's denominator is the weighted GOOD count); "bands", the label-free threshold raised past each of the lowest

@@ -165,7 +165,7 @@ def test_a_judgement_aborted_by_a_deadlock_is_run_again_and_stored_once(django_u
     import psycopg
     from django.db import OperationalError
 
-    from annotation import services
+    from annotation.services import review as services  # claim_next is looked up in the review module
 
     reviewer = _reviewer(django_user_model, "zoe")
     campaign = _campaign(reviewer, 6)
