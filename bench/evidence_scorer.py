@@ -39,9 +39,9 @@ FEATURE_SETS = {
     "text": ("score", "cosine", *BASE_FEATURES),
     "text+dict": ("score", "cosine", *BASE_FEATURES, *DICT_FEATURES),
 }
-L2 = (0.1, 1.0, 10.0, 100.0)
+L2 = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
 NEGATIVES = ("shuffled", "neighbour", "decoy", "neighbour+decoy")
-RULES = ("same_count", "mixture", "expected_f1")
+RULES = ("same_count", "mixture", "expected_f1", "decoy_f1")
 
 
 def f1_curve(order_labels: np.ndarray, n_gold: int) -> np.ndarray:
@@ -74,7 +74,17 @@ def evaluate(data: CaseData, features: str, l2: float, negatives: str) -> dict |
         "mixture": int((logit >= default_threshold(logit, data.mutual).threshold).sum()),
         "expected_f1": expected_f1_count(1.0 / (1.0 + np.exp(-logit[order]))),
     }
-    return {"best": float(curve.max()), **{r: f1_at(curve, m) for r, m in counts.items()}}
+    if "decoy" in data.negatives:
+        counts["decoy_f1"] = decoy_f1_count(logit[order], model.logit(data.negatives["decoy"].x[:, cols]))
+    return {"best": float(curve.max()), **{r: f1_at(curve, counts[r]) if r in counts else -1.0 for r in RULES}}
+
+
+def decoy_f1_count(sorted_logit: np.ndarray, decoy_logit: np.ndarray) -> int:
+    """Keep the top m maximising the F1 that the decoy hits estimate: true kept ~ kept - decoys scoring as high."""
+    decoys_above = len(decoy_logit) - np.searchsorted(np.sort(decoy_logit), sorted_logit, side="left")
+    true_kept = np.maximum(np.arange(1, sorted_logit.size + 1) - decoys_above, 0)
+    f1 = 2 * true_kept / (np.arange(1, sorted_logit.size + 1) + max(true_kept.max(), 1))
+    return int(np.argmax(f1)) + 1
 
 
 def usem3(data: CaseData) -> dict:
@@ -114,42 +124,50 @@ def main() -> None:
         report(datas, f"{margin.value} k={k}")
 
 
-def report(datas: list[CaseData], setting: str) -> None:
-    configs = list(itertools.product(FEATURE_SETS, L2, NEGATIVES))
-    base = [usem3(d) for d in datas]
-    res = {c: [evaluate(d, *c) for d in datas] for c in configs}
-    names = [d.name for d in datas]
-    print(f"\n{setting}: per-case F1 (%), every choice made on the other four collections")
-    print(
-        f"{'case':<24} {'chosen (features, l2, negatives, rule)':<44} {'usem3 best':>10} {'kept':>6} "
-        f"{'scorer best':>11} {'kept':>6} {'gain best':>9} {'gain kept':>9} {'kept-best':>9}"
-    )
-    summary = []
+def loco(configs: list[tuple], res: dict, base: list[dict], names: list[str]) -> dict[int, tuple]:
+    """For each case, (configuration, rule) chosen on the cases of the other collections: the configuration with
+    the highest mean best-F1 gain over usem3 there, then the rule with the highest mean kept-set F1 there."""
+    out = {}
     for held in dict.fromkeys(names):
         train = [i for i, n in enumerate(names) if n != held]
-        test = [i for i, n in enumerate(names) if n == held]
 
-        def mean_gain(c, idx=train):
-            rows = [(res[c][i], base[i]) for i in idx]
+        def mean_gain(c: tuple, train: list[int] = train) -> float:
+            rows = [(res[c][i], base[i]) for i in train]
             if any(r is None for r, _ in rows):
                 return -np.inf
             return float(np.mean([r["best"] - b["best"] for r, b in rows]))
 
         chosen = max(configs, key=mean_gain)
         rule = max(RULES, key=lambda r: np.mean([res[chosen][i][r] for i in train]))
-        for i in test:
-            r, b = res[chosen][i], base[i]
-            if r is None:
-                print(f"{datas[i].name + ' en-' + datas[i].lang:<24} chosen configuration not available")
-                continue
-            label = f"{chosen[0]}, {chosen[1]:g}, {chosen[2]}, {rule}"
-            summary.append((held, r["best"] - b["best"], r[rule] - b["kept"], r["best"] - r[rule]))
-            print(
-                f"{datas[i].name + ' en-' + datas[i].lang:<24} {label:<44} {100 * b['best']:10.1f} "
-                f"{100 * b['kept']:6.1f} {100 * r['best']:11.1f} {100 * r[rule]:6.1f} "
-                f"{100 * (r['best'] - b['best']):+9.1f} {100 * (r[rule] - b['kept']):+9.1f} "
-                f"{100 * (r['best'] - r[rule]):9.1f}"
-            )
+        out.update({i: (chosen, rule) for i, n in enumerate(names) if n == held})
+    return out
+
+
+def report(datas: list[CaseData], setting: str) -> None:
+    configs = list(itertools.product(FEATURE_SETS, L2, NEGATIVES))
+    base = [usem3(d) for d in datas]
+    res = {c: [evaluate(d, *c) for d in datas] for c in configs}
+    names = [d.name for d in datas]
+    picks = loco(configs, res, base, names)
+    control = loco([c for c in configs if c[0] == "margin"], res, base, names)
+    print(f"\n{setting}: per-case F1 (%), every choice made on the other four collections")
+    print(
+        f"{'case':<24} {'chosen (features, l2, negatives, rule)':<44} {'usem3 best':>10} {'kept':>6} "
+        f"{'no-evidence best':>16} {'scorer best':>11} {'kept':>6} {'gain best':>9} {'gain kept':>9} "
+        f"{'kept-best':>9}"
+    )
+    summary = []
+    for i, d in enumerate(datas):
+        (chosen, rule), (ctrl, _) = picks[i], control[i]
+        r, b, rc = res[chosen][i], base[i], res[ctrl][i]
+        label = f"{chosen[0]}, {chosen[1]:g}, {chosen[2]}, {rule}"
+        summary.append((d.name, r["best"] - b["best"], r[rule] - b["kept"], r["best"] - r[rule]))
+        print(
+            f"{d.name + ' en-' + d.lang:<24} {label:<44} {100 * b['best']:10.1f} {100 * b['kept']:6.1f} "
+            f"{100 * rc['best']:16.1f} {100 * r['best']:11.1f} {100 * r[rule]:6.1f} "
+            f"{100 * (r['best'] - b['best']):+9.1f} {100 * (r[rule] - b['kept']):+9.1f} "
+            f"{100 * (r['best'] - r[rule]):9.1f}"
+        )
     n = len(summary)
     print(
         f"\n{n} cases: best-threshold gain >= +3 F1 in {sum(s[1] >= 0.03 for s in summary)}/{n} "
@@ -157,6 +175,12 @@ def report(datas: list[CaseData], setting: str) -> None:
         f"{sum(s[2] >= 0.03 for s in summary)}/{n} (mean {100 * np.mean([s[2] for s in summary]):+.1f}); "
         f"kept within 3 F1 of the scorer's best in {sum(s[3] <= 0.03 for s in summary)}/{n}"
     )
+    for name in dict.fromkeys(names):
+        rows = [s for s in summary if s[0] == name]
+        print(
+            f"  {name:<15} best-F1 gain min {100 * min(s[1] for s in rows):+5.1f} mean "
+            f"{100 * np.mean([s[1] for s in rows]):+5.1f}; kept-best gap max {100 * max(s[3] for s in rows):5.1f}"
+        )
     print("\nall cases, mean best-F1 gain over usem3 per configuration (for reading, not for choosing):")
     ranked = sorted(configs, key=lambda c: -np.mean([(r or {"best": -1})["best"] for r in res[c]]))
     for c in ranked[:12]:
