@@ -9,6 +9,7 @@ import os
 import pickle
 import tempfile
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from _precision_cases import CACHE, Case, encode_cached
@@ -18,7 +19,13 @@ from mining.core.decoys import sample_decoys
 from mining.core.default_threshold import default_threshold
 from mining.core.dictionaries import load_dictionary
 from mining.core.evidence import pair_evidence
-from mining.core.evidence_scorer import neighbour_negatives, pair_margin, shuffled_negatives
+from mining.core.evidence_scorer import (
+    NEIGHBOURHOOD_FEATURES,
+    neighbour_negatives,
+    neighbourhood_features,
+    pair_margin,
+    shuffled_negatives,
+)
 from mining.core.filters import apply_filters, keep_mask
 from mining.core.knn import knn_both_ways
 from mining.core.margin import Margin, neighbourhood_means
@@ -50,15 +57,16 @@ class CaseData:
     negatives: dict[str, Block]
 
 
-def _features(src_texts, tgt_texts, s_idx, t_idx, cos, score, dicts) -> tuple[np.ndarray, tuple[str, ...], tuple]:
+def _features(src_texts, tgt_texts, s_idx, t_idx, cos, score, dicts, knn) -> tuple[np.ndarray, tuple[str, ...], tuple]:
+    hood = neighbourhood_features(cos, s_idx, t_idx, knn.fwd_sims, knn.fwd_ids, knn.bwd_sims, knn.bwd_ids)
     ev = pair_evidence(
         [src_texts[i] for i in s_idx],
         [tgt_texts[i] for i in t_idx],
         src_to_tgt=dicts[0],
         tgt_to_src=dicts[1],
     )
-    x = np.column_stack([np.asarray(score, np.float64), np.asarray(cos, np.float64), ev.values])
-    return x, ("score", "cosine", *ev.names), ev.used
+    x = np.column_stack([np.asarray(score, np.float64), np.asarray(cos, np.float64), hood, ev.values])
+    return x, ("score", "cosine", *NEIGHBOURHOOD_FEATURES, *ev.names), ev.used
 
 
 def _filter_keep(src_texts, tgt_texts, lang):
@@ -72,7 +80,7 @@ def _filter_keep(src_texts, tgt_texts, lang):
 
 
 def _mine(src, tgt, src_texts, tgt_texts, lang, margin, k):
-    knn = knn_both_ways(src, tgt, k)
+    knn = knn_both_ways(src, tgt, max(k, 16))  # 16 columns for the neighbourhood features; mining reads the first k
     cands = mine_candidates(knn, margin=margin, k=k, strategy=Strategy.MAX_SCORE)
     cands = cands.take(_filter_keep(src_texts, tgt_texts, lang)(cands.src_idx, cands.tgt_idx))
     return knn, cands
@@ -82,7 +90,7 @@ def build_case_data(case: Case, encoder, margin: Margin, k: int, seed: int) -> C
     """Mine one case and assemble every array the scorer bench needs (cached)."""
     b = case.bucc
     key = hashlib.sha1(
-        ("\n".join(b.src_texts) + "\x00" + "\n".join(b.tgt_texts) + f"{case.lang}{margin.value}{k}{seed}v1").encode()
+        ("\n".join(b.src_texts) + "\x00" + "\n".join(b.tgt_texts) + f"{case.lang}{margin.value}{k}{seed}v2").encode()
     ).hexdigest()[:16]
     path = EVIDENCE_CACHE / f"{case.name}-{case.lang}-{margin.value}{k}-{key}.pkl"
     if path.exists():
@@ -103,24 +111,25 @@ def build_case_data(case: Case, encoder, margin: Margin, k: int, seed: int) -> C
     knn, cands = _mine(src, tgt, b.src_texts, b.tgt_texts, case.lang, margin, k)
     fwd_mean = neighbourhood_means(knn.fwd_sims, k)
     bwd_mean = neighbourhood_means(knn.bwd_sims, k)
-    x, names, used = _features(b.src_texts, b.tgt_texts, cands.src_idx, cands.tgt_idx, cands.cosine, cands.score, dicts)
+    feats = partial(_features, dicts=dicts, knn=knn)
+    x, names, used = feats(b.src_texts, b.tgt_texts, cands.src_idx, cands.tgt_idx, cands.cosine, cands.score)
     gold = {(int(a), int(c)) for a, c in b.gold}
     labels = np.array([(int(a), int(c)) in gold for a, c in zip(cands.src_idx, cands.tgt_idx, strict=True)], bool)
 
     conf = confident_pairs(src, tgt, k=k, margin=margin, keep=_filter_keep(b.src_texts, b.tgt_texts, case.lang))
     cos_p, score_p = pair_margin(src, tgt, conf.src_idx, conf.tgt_idx, fwd_mean, bwd_mean, margin)
-    xp, _, _ = _features(b.src_texts, b.tgt_texts, conf.src_idx, conf.tgt_idx, cos_p, score_p, dicts)
+    xp, _, _ = feats(b.src_texts, b.tgt_texts, conf.src_idx, conf.tgt_idx, cos_p, score_p)
     negatives = {}
     for kind, (s_idx, t_idx) in (
         ("shuffled", shuffled_negatives(conf.src_idx, conf.tgt_idx, seed=seed)),
         ("neighbour", neighbour_negatives(conf.src_idx, conf.tgt_idx, knn.fwd_ids[:, :k])),
     ):
         cos_n, score_n = pair_margin(src, tgt, s_idx, t_idx, fwd_mean, bwd_mean, margin)
-        xn, _, _ = _features(b.src_texts, b.tgt_texts, s_idx, t_idx, cos_n, score_n, dicts)
+        xn, _, _ = feats(b.src_texts, b.tgt_texts, s_idx, t_idx, cos_n, score_n)
         negatives[kind] = Block(xn, s_idx, t_idx)
     if decoy is not None:
-        _, dc = _mine(src, decoy, b.src_texts, decoy_texts, case.lang, margin, k)
-        xd, _, _ = _features(b.src_texts, decoy_texts, dc.src_idx, dc.tgt_idx, dc.cosine, dc.score, dicts)
+        dknn, dc = _mine(src, decoy, b.src_texts, decoy_texts, case.lang, margin, k)
+        xd, _, _ = _features(b.src_texts, decoy_texts, dc.src_idx, dc.tgt_idx, dc.cosine, dc.score, dicts, dknn)
         negatives["decoy"] = Block(xd, dc.src_idx, dc.tgt_idx)
     data = CaseData(
         name=case.name,

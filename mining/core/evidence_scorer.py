@@ -147,3 +147,44 @@ def expected_f1_count(probability: np.ndarray) -> int:
     tp = np.cumsum(p)
     f1 = 2 * tp / (np.arange(1, p.size + 1) + p.sum())
     return int(np.argmax(f1)) + 1
+
+
+NEIGHBOURHOOD_FEATURES: tuple[str, ...] = ("ratio_k4", "distance_k16", "gap_src", "gap_tgt")
+
+
+def neighbourhood_features(
+    cos: np.ndarray,
+    src_idx: np.ndarray,
+    tgt_idx: np.ndarray,
+    fwd_sims: np.ndarray,
+    fwd_ids: np.ndarray,
+    bwd_sims: np.ndarray,
+    bwd_ids: np.ndarray,
+) -> np.ndarray:
+    """The encoder's view of pairs beyond the run's margin: the ratio margin at k = 4, the distance margin at k = 16
+    (both clipped to the lists' width), and how far each pair's cosine stands above the best other neighbour of its
+    source (``gap_src``) and of its target (``gap_tgt``; 0 when the list holds no other).
+
+    Args:
+        cos: (m,) the pairs' cosines; src_idx, tgt_idx: (m,) int64 rows.
+        fwd_sims, fwd_ids: (n_src, K) each source's neighbours (descending, -1 = none); bwd_*: (n_tgt, K) likewise.
+
+    Returns:
+        (m, 4) float64, columns NEIGHBOURHOOD_FEATURES.
+    """
+    cos = np.asarray(cos, dtype=np.float64)
+    s, t = np.asarray(src_idx), np.asarray(tgt_idx)
+    f_valid, b_valid = fwd_ids >= 0, bwd_ids >= 0
+
+    def mean(sims: np.ndarray, valid: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+        head, ok = sims[rows, :k], valid[rows, :k]
+        return np.where(ok, head, 0.0).sum(axis=1) / np.maximum(ok.sum(axis=1), 1)
+
+    def gap(sims: np.ndarray, ids: np.ndarray, rows: np.ndarray, other: np.ndarray) -> np.ndarray:
+        rival = np.where((ids[rows] >= 0) & (ids[rows] != other[:, None]), sims[rows], -np.inf).max(axis=1)
+        return np.where(np.isfinite(rival), cos - rival, 0.0)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = cos / (mean(fwd_sims, f_valid, s, 4) / 2 + mean(bwd_sims, b_valid, t, 4) / 2)
+    distance = cos - (mean(fwd_sims, f_valid, s, 16) / 2 + mean(bwd_sims, b_valid, t, 16) / 2)
+    return np.column_stack([ratio, distance, gap(fwd_sims, fwd_ids, s, t), gap(bwd_sims, bwd_ids, t, s)])

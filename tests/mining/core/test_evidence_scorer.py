@@ -55,3 +55,19 @@ def test_fit_logistic_separates_and_ranks():
 def test_expected_f1_count():
     assert expected_f1_count(np.array([0.99, 0.98, 0.97, 0.1, 0.05])) == 3
     assert expected_f1_count(np.array([])) == 0
+
+
+def test_neighbourhood_features_values():
+    from mining.core.evidence_scorer import neighbourhood_features
+
+    fwd_sims = np.array([[0.9, 0.5], [0.8, 0.7]])
+    fwd_ids = np.array([[0, 1], [1, -1]])
+    bwd_sims = np.array([[0.9, 0.6], [0.8, 0.5]])
+    bwd_ids = np.array([[0, 1], [1, 0]])
+    out = neighbourhood_features(
+        np.array([0.9, 0.8]), np.array([0, 1]), np.array([0, 1]), fwd_sims, fwd_ids, bwd_sims, bwd_ids
+    )
+    # pair (0, 0): means 0.7 / 0.75 -> ratio 0.9 / 0.725; rival of source 0 is target 1 (0.5), of target 0 source 1
+    np.testing.assert_allclose(out[0], [0.9 / 0.725, 0.9 - 0.725, 0.4, 0.3])
+    # pair (1, 1): source 1 has only itself valid beside target 1 -> gap 0; target 1's rival is source 0 (0.5)
+    np.testing.assert_allclose(out[1], [0.8 / 0.725, 0.8 - 0.725, 0.0, 0.3])
