@@ -172,7 +172,8 @@ def report(datas: list[CaseData], setting: str) -> None:
         (chosen, rule), (ctrl, _) = picks[i], control[i]
         r, b, rc = res[chosen][i], base[i], res[ctrl][i]
         label = f"{chosen[0]}, {chosen[1]:g}, {chosen[2]}, {rule}"
-        summary.append((d.name, r["best"] - b["best"], r[rule] - b["kept"], r["best"] - r[rule], rc["best"] - b["best"]))
+        gains = (r["best"] - b["best"], r[rule] - b["kept"], r["best"] - r[rule], rc["best"] - b["best"])
+        summary.append((d.name, *gains))
         print(
             f"{d.name + ' en-' + d.lang:<24} {label:<44} {100 * b['best']:10.1f} {100 * b['kept']:6.1f} "
             f"{100 * rc['best']:16.1f} {100 * r['best']:11.1f} {100 * r[rule]:6.1f} "
