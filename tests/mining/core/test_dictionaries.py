@@ -3,6 +3,8 @@
 import gzip
 from pathlib import Path
 
+import pytest
+
 from mining.core.dictionaries import find_dictionary, load_dictionary, parse_dictd, translation_words
 
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -54,3 +56,10 @@ def test_load_dictionary_from_files_and_absent(tmp_path: Path):
     assert loaded is not None and loaded["file"] == frozenset({"dossier", "fichier", "rang"})
     assert load_dictionary("fr", "en", dirs=[tmp_path]) is None
     assert load_dictionary("en", "xx", dirs=[tmp_path]) is None
+
+
+@pytest.mark.skipif(find_dictionary("en", "fr") is None, reason="dict-freedict-eng-fra is not installed")
+def test_installed_freedict_en_fr():
+    loaded = load_dictionary("en", "fr", vocabulary=["file", "house"])
+    assert loaded is not None and set(loaded) == {"file", "house"}
+    assert "fichier" in loaded["file"] and "maison" in loaded["house"]
