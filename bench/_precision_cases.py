@@ -30,6 +30,7 @@ from mining.core.evaluation import BuccSet, build_bucc
 from mining.core.filters import apply_filters, keep_mask
 from mining.core.knn import knn_both_ways
 from mining.core.margin import Margin
+from mining.core.types import KnnResult
 from scripts.data_sources import load_pairs
 
 COLLECTIONS = ("manuals", "manuals-repeat", "gimp", "debref", "catalogue")
@@ -119,7 +120,17 @@ class Mined:
 
 def mine(src_emb, tgt_emb, src_texts, tgt_texts, lang: str, margin: Margin, k: int) -> Mined:
     """A default run's candidates past the pre-filters (max-score)."""
-    cands = mine_candidates(knn_both_ways(src_emb, tgt_emb, k), margin=margin, k=k, strategy=Strategy.MAX_SCORE)
+    return mine_knn(knn_both_ways(src_emb, tgt_emb, k), src_texts, tgt_texts, lang, margin, k)
+
+
+def mine_knn(knn: KnnResult, src_texts, tgt_texts, lang: str, margin: Margin, k: int) -> Mined:
+    """``mine`` from a kNN result already computed (its first k neighbours a row are used)."""
+    if knn.fwd_sims.shape[1] != k or knn.bwd_sims.shape[1] != k:
+        knn = KnnResult(
+            fwd_sims=knn.fwd_sims[:, :k], fwd_ids=knn.fwd_ids[:, :k], bwd_sims=knn.bwd_sims[:, :k],
+            bwd_ids=knn.bwd_ids[:, :k],
+        )
+    cands = mine_candidates(knn, margin=margin, k=k, strategy=Strategy.MAX_SCORE)
     reasons = apply_filters(
         [src_texts[i] for i in cands.src_idx], [tgt_texts[i] for i in cands.tgt_idx], src_lang="en", tgt_lang=lang
     )
@@ -136,4 +147,4 @@ def label_free_threshold(m: Mined) -> float:
     return default_threshold(m.score, m.mutual).threshold
 
 
-__all__ = ["COLLECTIONS", "Case", "Mined", "Path", "build_cases", "encode_cached", "gold_labels", "mine"]
+__all__ = ["COLLECTIONS", "Case", "Mined", "Path", "build_cases", "encode_cached", "gold_labels", "mine", "mine_knn"]

@@ -11,15 +11,24 @@ boilerplate and domain, instead of an assumed curve. Two sources of decoys:
   order (a proteomics decoy database reverses its sequences likewise). A shuffled sentence keeps its words, length,
   numbers and names, so near-duplicates stay near-duplicates of each other and the decoys keep the target side's
   domain, but as a sentence it translates nothing. Sentences of one word are rotated by characters instead.
+* ``mutated_decoys``: another fallback without extra data: each target sentence with a share of its words replaced by
+  words of other target sentences and its digits changed ("Cannot open file 3" -> "Cannot close file 7"): the
+  near-variant a false pair on a repetitive collection is made of.
+
+``near_duplicates`` marks decoys that are near-copies of a real target sentence (cosine of their embeddings at or
+above a cut): such a decoy is a near-translation of whatever that target translates and would take its source's pair
+from the real translation, a wrong pair the run alone would not make.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 
 MIN_SHUFFLE_WORDS = 2
+_DIGIT = re.compile(r"[0-9]")
 
 
 def _key(text: str) -> str:
@@ -81,3 +90,85 @@ def sample_decoys(pool: Sequence[str], *, n: int, exclude: Sequence[str] = (), s
             usable.append(text)
     order = np.random.default_rng(seed).permutation(len(usable))[:n]
     return [usable[i] for i in order]
+
+
+def mutated_decoys(texts: Sequence[str], *, rate: float, seed: int = 0) -> list[str]:
+    """One decoy per target sentence: round(rate * words) of its words (at least one) replaced by distinct words drawn
+    uniformly from the whole side's vocabulary (never by the word itself), and every digit changed to another digit.
+
+    Args:
+        texts: the target side's sentences.
+        rate: the share of each sentence's words replaced, in (0, 1].
+        seed: the draw's seed (the same seed gives the same decoys).
+
+    Returns:
+        As many decoys as `texts`, in their order; an empty sentence stays empty.
+
+    Raises:
+        ValueError: rate outside (0, 1].
+    """
+    if not 0.0 < rate <= 1.0:
+        raise ValueError(f"rate must be in (0, 1], got {rate}")
+    rng = np.random.default_rng(seed)
+    vocab = sorted({w for t in texts for w in t.split()})
+    out: list[str] = []
+    for text in texts:
+        words = text.split()
+        if not words:
+            out.append(text)
+            continue
+        n = min(len(words), max(1, round(rate * len(words))))
+        for i in rng.choice(len(words), size=n, replace=False):
+            if len(vocab) > 1:
+                new = vocab[int(rng.integers(len(vocab)))]
+                while new == words[i]:
+                    new = vocab[int(rng.integers(len(vocab)))]
+                words[i] = new
+        changed = " ".join(words)
+        digits = rng.integers(1, 10, size=len(changed))  # a shift of 1-9 never gives the same digit back
+        out.append(_DIGIT.sub(lambda m: str((int(m.group()) + int(digits[m.start()])) % 10), changed))
+    return out
+
+
+def near_duplicates(decoys: np.ndarray, targets: np.ndarray, *, cut: float, batch: int = 4096) -> np.ndarray:
+    """Which decoys have a real target sentence at cosine >= `cut`.
+
+    Args:
+        decoys: (n_decoys, d) float, rows L2-normalised.
+        targets: (n_targets, d) float, rows L2-normalised.
+        cut: the cosine at or above which a decoy is a near-copy.
+        batch: decoy rows per block (memory: batch * n_targets floats).
+
+    Returns:
+        (n_decoys,) bool.
+
+    Raises:
+        ValueError: shapes that do not match.
+    """
+    d = np.asarray(decoys, dtype=np.float32)
+    t = np.asarray(targets, dtype=np.float32)
+    if d.ndim != 2 or t.ndim != 2 or (len(t) and d.shape[1] != t.shape[1]):
+        raise ValueError(f"embeddings must be 2-d with one width, got {d.shape} and {t.shape}")
+    out = np.zeros(len(d), dtype=bool)
+    if not len(t):
+        return out
+    for start in range(0, len(d), batch):
+        out[start : start + batch] = (d[start : start + batch] @ t.T).max(axis=1) >= cut
+    return out
+
+
+def fill_decoys(candidates: Sequence[str], banned: np.ndarray, n: int) -> list[int]:
+    """The first `n` candidates (in their seeded order) that are not banned: the decoys left once near-copies go.
+
+    Args:
+        candidates: the decoy candidates, in draw order (``sample_decoys`` with a larger n).
+        banned: (len(candidates),) bool, True where a candidate may not be a decoy (``near_duplicates``).
+        n: how many decoys are wanted.
+
+    Returns:
+        Indices into `candidates`, at most `n`, in order.
+    """
+    b = np.asarray(banned, dtype=bool)
+    if b.shape != (len(candidates),):
+        raise ValueError(f"banned must have one flag per candidate, got {b.shape} for {len(candidates)}")
+    return [int(i) for i in np.flatnonzero(~b)[:n]]

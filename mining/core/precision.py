@@ -51,6 +51,7 @@ class PrecisionEstimate:
         n_targets / n_decoys: the real target side's size and the decoys'.
         decoys: how the decoys were made ("shuffled target sentences", "corpus 'X'").
         reason: '' when there is an estimate, else why not.
+        systematic: the interval's systematic width r (a share of the estimated wrong pairs on each side).
     """
 
     threshold: float | None
@@ -65,6 +66,7 @@ class PrecisionEstimate:
     n_decoys: int
     decoys: str = ""
     reason: str = ""
+    systematic: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -90,6 +92,7 @@ class PrecisionEstimate:
             "n_decoys": self.n_decoys,
             "decoys": self.decoys,
             "reason": self.reason,
+            "systematic": self.systematic,
         }
 
 
@@ -101,14 +104,15 @@ def decoy_hits(tgt_idx: np.ndarray, n_targets: int) -> np.ndarray:
     return t >= n_targets
 
 
-def _interval(hits: int, scale: float, n_kept: int, confidence: float) -> tuple[float, float]:
+def _interval(hits: int, scale: float, n_kept: int, confidence: float, systematic: float) -> tuple[float, float]:
     """(low, high) bounds on the wrong pairs among the kept: see the module docstring."""
     from scipy.stats import norm
 
     z = float(norm.ppf(0.5 + confidence / 2))
     half = z * math.sqrt(2.0 * (hits + 1))
-    lo = max(0.0, (hits - half) * scale)
-    hi = min(float(n_kept), (hits + half) * scale)
+    bias = systematic * hits * scale
+    lo = max(0.0, (hits - half) * scale - bias)
+    hi = min(float(n_kept), (hits + half) * scale + bias)
     return lo, hi
 
 
@@ -122,6 +126,7 @@ def estimate_precision(
     decoys: str = "",
     confidence: float = CONFIDENCE,
     min_kept: int = MIN_KEPT,
+    systematic: float = 0.0,
 ) -> PrecisionEstimate:
     """The precision of the run's pairs kept at `threshold`, from the decoy hits (module docstring).
 
@@ -134,12 +139,16 @@ def estimate_precision(
         decoys: how the decoys were made, recorded with the estimate.
         confidence: the interval's coverage, in (0, 1).
         min_kept: below this many kept pairs, no estimate.
+        systematic: the decoys' bias bound r: the interval widens by r times the estimated wrong pairs on each
+            side (0: counting noise only; the app passes ``SYSTEMATIC`` of its decoy kind).
 
     Raises:
-        ValueError: a confidence outside (0, 1), negative sizes, scores that are not 1-d.
+        ValueError: a confidence outside (0, 1), a negative systematic width, negative sizes, scores that are not 1-d.
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not systematic >= 0.0:
+        raise ValueError(f"systematic must be >= 0, got {systematic}")
     if n_targets < 0 or n_decoys < 0:
         raise ValueError(f"sizes must be >= 0, got {n_targets} targets and {n_decoys} decoys")
     kept = np.asarray(kept_scores, dtype=np.float64)
@@ -157,6 +166,7 @@ def estimate_precision(
         "n_targets": n_targets,
         "n_decoys": n_decoys,
         "decoys": decoys,
+        "systematic": systematic,
     }
     reason = ""
     if threshold is None:
@@ -171,7 +181,7 @@ def estimate_precision(
     if reason:
         return PrecisionEstimate(est_false=math.nan, precision=None, low=None, high=None, reason=reason, **base)
     est_false = min(hits * scale, float(n_kept))
-    lo, hi = _interval(hits, scale, n_kept, confidence)
+    lo, hi = _interval(hits, scale, n_kept, confidence, systematic)
     return PrecisionEstimate(
         est_false=est_false,
         precision=1.0 - est_false / n_kept,
