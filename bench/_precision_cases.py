@@ -127,7 +127,9 @@ def mine_knn(knn: KnnResult, src_texts, tgt_texts, lang: str, margin: Margin, k:
     """``mine`` from a kNN result already computed (its first k neighbours a row are used)."""
     if knn.fwd_sims.shape[1] != k or knn.bwd_sims.shape[1] != k:
         knn = KnnResult(
-            fwd_sims=knn.fwd_sims[:, :k], fwd_ids=knn.fwd_ids[:, :k], bwd_sims=knn.bwd_sims[:, :k],
+            fwd_sims=knn.fwd_sims[:, :k],
+            fwd_ids=knn.fwd_ids[:, :k],
+            bwd_sims=knn.bwd_sims[:, :k],
             bwd_ids=knn.bwd_ids[:, :k],
         )
     cands = mine_candidates(knn, margin=margin, k=k, strategy=Strategy.MAX_SCORE)

@@ -31,12 +31,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from _precision_cases import CACHE, COLLECTIONS, build_cases, encode_cached, gold_labels, mine_knn  # noqa: E402
-from _precision_loco import VARIANTS, Variant, report  # noqa: E402
+from _precision_loco import VARIANTS, report  # noqa: E402
 
 from mining.core.decoys import fill_decoys, mutated_decoys, near_duplicates, sample_decoys, shuffled_decoys  # noqa: E402
 from mining.core.default_threshold import default_threshold  # noqa: E402
-from mining.core.knn import knn_both_ways  # noqa: E402
 from mining.core.encoders.usem import Usem3Encoder  # noqa: E402
+from mining.core.knn import knn_both_ways  # noqa: E402
 from mining.core.margin import Margin  # noqa: E402
 from mining.core.precision import decoy_hits  # noqa: E402
 from mining.core.threshold import best_f1_threshold, sweep  # noqa: E402
@@ -53,7 +53,9 @@ def _candidates(usem, case, kind: str, seed: int) -> tuple[list[str], np.ndarray
         texts = shuffled_decoys(b.tgt_texts, seed=seed)  # no near-copy cut for shuffled decoys: one draw
     else:
         rate = float(kind.split(":")[1])
-        texts = mutated_decoys(b.tgt_texts, rate=rate, seed=seed) + mutated_decoys(b.tgt_texts, rate=rate, seed=seed + 1)
+        texts = mutated_decoys(b.tgt_texts, rate=rate, seed=seed) + mutated_decoys(
+            b.tgt_texts, rate=rate, seed=seed + 1
+        )
     emb = encode_cached(usem, texts, case.lang) if texts else np.zeros((0, 512), dtype=np.float32)
     return texts, emb
 
@@ -135,14 +137,23 @@ def collect(args) -> list[dict]:
                     idx = fill_decoys(texts, near_duplicates(emb, tgt, cut=v.cut), n_t)
                 if not idx:
                     for row in case_rows:
-                        row["variants"][v.name] = {"n_decoys": 0, "hits": 0}
+                        row["variants"][v.name] = {"n_decoys": 0, "hits": 0, "hits_rank": 0, "real_hits": 0}
                     continue
                 both_knn = _with_decoys(real_knn, sims, dec_bwd, idx, k_max)
                 d_texts = list(b.tgt_texts) + [texts[j] for j in idx]
                 for (margin, k), row in zip(settings, case_rows, strict=True):
                     both = mine_knn(both_knn, b.src_texts, d_texts, case.lang, margin, k)
-                    hits = both.score[decoy_hits(both.tgt, n_t)]
-                    row["variants"][v.name] = {"n_decoys": len(idx), "hits": int((hits >= row["threshold"]).sum())}
+                    on_decoy = decoy_hits(both.tgt, n_t)
+                    hits, real_hits = both.score[on_decoy], np.sort(both.score[~on_decoy])[::-1]
+                    # rank-matched: the combined search's threshold that keeps as many real-target hits as the run
+                    # keeps (decoys shift every margin; matching ranks undoes the shift)
+                    t_rank = real_hits[min(row["n_kept"], len(real_hits)) - 1] if row["n_kept"] else np.inf
+                    row["variants"][v.name] = {
+                        "n_decoys": len(idx),
+                        "hits": int((hits >= row["threshold"]).sum()),
+                        "hits_rank": int((hits >= t_rank).sum()),
+                        "real_hits": int((real_hits >= row["threshold"]).sum()),
+                    }
         for row in case_rows:
             print(
                 f"{row['collection']} en-{row['lang']} {row['setting']}: kept {row['n_kept']} measured "

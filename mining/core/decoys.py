@@ -126,7 +126,7 @@ def mutated_decoys(texts: Sequence[str], *, rate: float, seed: int = 0) -> list[
                 words[i] = new
         changed = " ".join(words)
         digits = rng.integers(1, 10, size=len(changed))  # a shift of 1-9 never gives the same digit back
-        out.append(_DIGIT.sub(lambda m: str((int(m.group()) + int(digits[m.start()])) % 10), changed))
+        out.append(_DIGIT.sub(lambda m, d=digits: str((int(m.group()) + int(d[m.start()])) % 10), changed))
     return out
 
 

@@ -38,6 +38,33 @@ METHOD = "target-decoy"
 
 
 @dataclass(frozen=True)
+class DecoyPlan:
+    """How the app makes and counts its decoys, chosen leave-one-collection-out on bench/precision_estimate.py.
+
+    Attributes:
+        kind: "disjoint" (sentences of another collection in the target language), "shuffled" (``shuffled_decoys``)
+            or "mutated" (``mutated_decoys`` at `rate`).
+        cut: drop decoys with a real target sentence at cosine >= cut (``near_duplicates``), topped up from a second
+            draw; None keeps every decoy.
+        rank_matched: count the decoy hits at ``matched_threshold`` instead of the run's threshold.
+        systematic: the interval's systematic width r (``estimate_precision``).
+        rate: the share of words ``mutated_decoys`` replaces.
+    """
+
+    kind: str
+    cut: float | None
+    rank_matched: bool
+    systematic: float
+    rate: float = 0.0
+
+
+# Fitted on all five bench collections (15 collections x 2 margins; docs/BENCHMARKS.md "Precision a user can
+# trust", where the leave-one-collection-out figures of the same choice are reported).
+PLAN_DISJOINT = DecoyPlan(kind="disjoint", cut=None, rank_matched=False, systematic=0.0)
+PLAN_FALLBACK = DecoyPlan(kind="shuffled", cut=None, rank_matched=False, systematic=0.0)
+
+
+@dataclass(frozen=True)
 class PrecisionEstimate:
     """The estimated precision of the pairs kept at a threshold, or why there is none.
 
@@ -104,6 +131,28 @@ def decoy_hits(tgt_idx: np.ndarray, n_targets: int) -> np.ndarray:
     return t >= n_targets
 
 
+def matched_threshold(real_hit_scores: np.ndarray, n_kept: int) -> float:
+    """The threshold of the search against targets + decoys that keeps as many real-target hits as the run keeps.
+
+    Decoys of the target side's kind crowd every source's neighbourhood, so the margins of that search run lower than
+    the run's own: counted at the run's threshold, the decoy hits fall short. Matched by rank instead, the decoy hits
+    are counted where that search keeps the run's number of real pairs.
+
+    Args:
+        real_hit_scores: (n,) the scores of that search's candidates on real targets (past the pre-filters).
+        n_kept: the pairs the run keeps at its threshold.
+
+    Returns:
+        The n_kept-th highest of those scores (their lowest when there are fewer; +inf when n_kept is 0).
+    """
+    s = np.asarray(real_hit_scores, dtype=np.float64)
+    if s.ndim != 1:
+        raise ValueError(f"scores must be 1-d, got shape {s.shape}")
+    if n_kept <= 0 or not s.size:
+        return math.inf
+    return float(-np.partition(-s, min(n_kept, s.size) - 1)[min(n_kept, s.size) - 1])
+
+
 def _interval(hits: int, scale: float, n_kept: int, confidence: float, systematic: float) -> tuple[float, float]:
     """(low, high) bounds on the wrong pairs among the kept: see the module docstring."""
     from scipy.stats import norm
@@ -127,6 +176,7 @@ def estimate_precision(
     confidence: float = CONFIDENCE,
     min_kept: int = MIN_KEPT,
     systematic: float = 0.0,
+    decoy_threshold: float | None = None,
 ) -> PrecisionEstimate:
     """The precision of the run's pairs kept at `threshold`, from the decoy hits (module docstring).
 
@@ -141,6 +191,7 @@ def estimate_precision(
         min_kept: below this many kept pairs, no estimate.
         systematic: the decoys' bias bound r: the interval widens by r times the estimated wrong pairs on each
             side (0: counting noise only; the app passes ``SYSTEMATIC`` of its decoy kind).
+        decoy_threshold: where the decoy hits are counted, when not at `threshold` (``matched_threshold``).
 
     Raises:
         ValueError: a confidence outside (0, 1), a negative systematic width, negative sizes, scores that are not 1-d.
@@ -156,7 +207,8 @@ def estimate_precision(
     if kept.ndim != 1 or dec.ndim != 1:
         raise ValueError(f"scores must be 1-d, got shapes {kept.shape} and {dec.shape}")
     n_kept = int(np.count_nonzero(kept >= threshold)) if threshold is not None else int(kept.size)
-    hits = int(np.count_nonzero(dec >= threshold)) if threshold is not None else int(dec.size)
+    at = threshold if decoy_threshold is None else decoy_threshold
+    hits = int(np.count_nonzero(dec >= at)) if at is not None else int(dec.size)
     scale = n_targets / n_decoys if n_decoys > 0 else math.inf
     base = {
         "threshold": threshold,

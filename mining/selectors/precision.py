@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..models import Artefact, LanguagePairSetting, MiningRun, RunKind
+from django.db.models import Count
+
+from ..models import Artefact, Corpus, LanguagePairSetting, MiningRun, RunKind, Sentence
 from .labels import label_model
 from .thresholds import run_threshold_info, scale_key
 
@@ -30,6 +32,26 @@ def _calibration_labels(run: MiningRun) -> int | None:
         return None
     metrics = Artefact.objects.filter(pk=setting.calibration_id).values_list("metrics", flat=True).first() or {}
     return int(metrics["labels"]) if "labels" in metrics else None
+
+
+def decoy_corpus_for(run: MiningRun) -> Corpus | None:
+    """The corpus whose sentences in the run's target language give the run's decoys: of the corpora that are neither
+    side of the run (nor being deleted) and list that language, the one with the most sentences in it (the lowest id
+    on a tie); None when no other corpus holds a sentence in that language (the estimate then falls back to decoys
+    made without extra data). Three queries."""
+    others = (
+        Corpus.objects.filter(languages__contains=[run.tgt_lang], deleting=False)
+        .exclude(pk__in=[pk for pk in (run.src_corpus_id, run.tgt_corpus_id) if pk is not None])
+        .values_list("pk", flat=True)
+    )
+    best = (
+        Sentence.objects.filter(corpus_id__in=list(others), lang=run.tgt_lang)
+        .values("corpus_id")
+        .annotate(n=Count("id"))
+        .order_by("-n", "corpus_id")
+        .first()
+    )
+    return None if best is None else Corpus.objects.get(pk=best["corpus_id"])
 
 
 def _same(a: float | None, b: float | None) -> bool:

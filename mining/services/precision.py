@@ -19,13 +19,21 @@ from django.conf import settings
 from django.db import transaction
 
 from ..core.candidates import mine_candidates
-from ..core.decoys import sample_decoys, shuffled_decoys
+from ..core.decoys import fill_decoys, mutated_decoys, near_duplicates, sample_decoys, shuffled_decoys
 from ..core.filters import apply_filters
 from ..core.knn import knn_both_ways
 from ..core.knn.shards import row_shards
-from ..core.precision import decoy_hits, estimate_precision
+from ..core.precision import (
+    PLAN_DISJOINT,
+    PLAN_FALLBACK,
+    DecoyPlan,
+    decoy_hits,
+    estimate_precision,
+    matched_threshold,
+)
 from ..models import Corpus, JobStatus, MiningRun, RunKind, SentencePairCandidate
 from ..selectors import run_threshold_info
+from ..selectors.precision import decoy_corpus_for
 from .embeddings import Side, embeddings_dir, load_shard, shard_path, side_sentences
 from .encoders import encoder_default, load_encoder
 from .params import SentenceRunParams
@@ -54,18 +62,53 @@ def _embeddings(run: MiningRun, corpus: Corpus, side: Side, lang: str, site: str
     return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
 
 
-def _decoys(run: MiningRun, tgt: Side, decoy_corpus: Corpus | None, seed: int) -> tuple[list[str], str]:
+def _decoy_texts(run: MiningRun, tgt: Side, decoy_corpus: Corpus | None, seed: int) -> tuple[list[str], str, DecoyPlan]:
+    """Decoy candidates in draw order (two draws where the plan drops near-copies, else one), their description and
+    the plan that makes and counts them."""
     if decoy_corpus is None:
-        return shuffled_decoys(tgt.texts, seed=seed), "the target side's sentences with their words shuffled"
+        plan = PLAN_FALLBACK
+        draws = 2 if plan.cut is not None else 1
+        if plan.kind == "mutated":
+            texts = [t for d in range(draws) for t in mutated_decoys(tgt.texts, rate=plan.rate, seed=seed + d)]
+            return texts, f"the target side's sentences with {plan.rate:.0%} of their words replaced", plan
+        texts = [t for d in range(draws) for t in shuffled_decoys(tgt.texts, seed=seed + d)]
+        return texts, "the target side's sentences with their words shuffled", plan
     if decoy_corpus.pk in (run.src_corpus_id, run.tgt_corpus_id):
         raise ValueError(
             f"corpus '{decoy_corpus}' is a side of run {run.pk}: decoys must come from a disjoint collection"
         )
+    plan = PLAN_DISJOINT
     pool = side_sentences(decoy_corpus, run.tgt_lang, dedup=True)
+    n = len(tgt) * (2 if plan.cut is not None else 1)
     return (
-        sample_decoys(pool.texts, n=len(tgt), exclude=tgt.texts, seed=seed),
+        sample_decoys(pool.texts, n=n, exclude=tgt.texts, seed=seed),
         f"{run.tgt_lang} sentences of corpus '{decoy_corpus}'",
+        plan,
     )
+
+
+def _count_decoys(run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kept) -> tuple[np.ndarray, float | None]:
+    """The decoy hits' scores past the pre-filters in the search against real targets + decoys, and the rank-matched
+    threshold of that search (``core.precision.matched_threshold``)."""
+    both = mine_candidates(
+        knn_both_ways(src_emb, np.concatenate([tgt_emb, dec_emb]), params.k),
+        margin=params.margin,
+        k=params.k,
+        strategy=params.strategy,
+    )
+    keep = np.ones(len(both.score), dtype=bool)
+    if params.filters and len(both.score):
+        all_tgt = tgt.texts + texts
+        reasons = apply_filters(
+            [src.texts[i] for i in both.src_idx],
+            [all_tgt[i] for i in both.tgt_idx],
+            src_lang=run.src_lang,
+            tgt_lang=run.tgt_lang,
+        )
+        keep = np.array([r is None for r in reasons], dtype=bool)
+    hit = decoy_hits(both.tgt_idx, len(tgt))
+    scores = both.score.astype(np.float64)
+    return scores[hit & keep], matched_threshold(scores[~hit & keep], n_kept)
 
 
 def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None, seed: int = 0) -> dict[str, Any]:
@@ -73,13 +116,15 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
 
     Args:
         run: a succeeded sentence run.
-        decoy_corpus: a corpus disjoint from the run's, with sentences in the run's target language; None: shuffled
-            target sentences (the fallback).
+        decoy_corpus: a corpus disjoint from the run's, with sentences in the run's target language; None: the
+            corpus ``selectors.decoy_corpus_for`` picks (another corpus of the database with the most sentences in
+            that language), or, when there is none, decoys made from the target side (the fallback).
         seed: the decoys' seed.
 
     Returns:
-        What was stored: ``core.precision.PrecisionEstimate.to_dict()`` plus ``threshold_source`` and ``seconds``;
-        when there is no estimate, ``precision`` is None and ``reason`` says why.
+        What was stored: ``core.precision.PrecisionEstimate.to_dict()`` plus ``threshold_source``,
+        ``decoy_source`` ("given", "picked" or "fallback") and ``seconds``; when there is no estimate,
+        ``precision`` is None and ``reason`` says why.
 
     Raises:
         ValueError: the run is not a succeeded sentence run, or the decoy corpus is one of its sides.
@@ -91,35 +136,32 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
     t0 = time.perf_counter()
     params = SentenceRunParams.from_dict(run.params)
     threshold, source = _threshold(run)
+    decoy_source = "given"
+    if decoy_corpus is None:
+        decoy_corpus = decoy_corpus_for(run)
+        decoy_source = "fallback" if decoy_corpus is None else "picked"
     if run.encoder is None:
         run.encoder = encoder_default()
     src = side_sentences(run.src_corpus, run.src_lang, site=params.site)
     tgt = side_sentences(run.tgt_corpus, run.tgt_lang, site=params.site)
-    texts, described = _decoys(run, tgt, decoy_corpus, seed)
+    texts, described, plan = _decoy_texts(run, tgt, decoy_corpus, seed)
     kept_scores = np.fromiter(
         SentencePairCandidate.objects.filter(run=run, filter_reason="").values_list("score", flat=True), dtype=float
     )
-    dec_scores = np.zeros(0)
+    n_kept = int(np.count_nonzero(kept_scores >= threshold)) if threshold is not None else len(kept_scores)
+    dec_scores, at = np.zeros(0), None
     if texts and len(src) and len(tgt):
         encoder = load_encoder(run.encoder)
         src_emb = _embeddings(run, run.src_corpus, src, run.src_lang, params.site, encoder.encode)
         tgt_emb = _embeddings(run, run.tgt_corpus, tgt, run.tgt_lang, params.site, encoder.encode)
         dec_emb = np.asarray(encoder.encode(texts, run.tgt_lang), dtype=np.float16).astype(np.float32)
-        k = params.k
-        both = mine_candidates(
-            knn_both_ways(src_emb, np.concatenate([tgt_emb, dec_emb]), k),
-            margin=params.margin,
-            k=k,
-            strategy=params.strategy,
-        )
-        hit = decoy_hits(both.tgt_idx, len(tgt))
-        s_idx, d_idx, scores = both.src_idx[hit], both.tgt_idx[hit] - len(tgt), both.score[hit]
-        if params.filters and len(scores):
-            reasons = apply_filters(
-                [src.texts[i] for i in s_idx], [texts[i] for i in d_idx], src_lang=run.src_lang, tgt_lang=run.tgt_lang
-            )
-            scores = scores[np.array([r is None for r in reasons], dtype=bool)]
-        dec_scores = scores.astype(np.float64)
+        if plan.cut is not None:
+            chosen = fill_decoys(texts, near_duplicates(dec_emb, tgt_emb, cut=plan.cut), len(tgt))
+            texts, dec_emb = [texts[i] for i in chosen], dec_emb[chosen]
+            described += f", minus near-copies of target sentences (cosine >= {plan.cut:g})"
+        if texts:
+            dec_scores, matched = _count_decoys(run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kept)
+            at = matched if plan.rank_matched else None
     est = estimate_precision(
         kept_scores=kept_scores,
         decoy_scores=dec_scores,
@@ -127,8 +169,15 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
         n_targets=len(tgt),
         n_decoys=len(texts),
         decoys=described,
+        systematic=plan.systematic,
+        decoy_threshold=at,
     )
-    record = {**est.to_dict(), "threshold_source": source, "seconds": round(time.perf_counter() - t0, 1)}
+    record = {
+        **est.to_dict(),
+        "threshold_source": source,
+        "decoy_source": decoy_source,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     with transaction.atomic():
         locked = MiningRun.objects.select_for_update().get(pk=run.pk)
         locked.stats = {**(locked.stats or {}), STATS_KEY: record}

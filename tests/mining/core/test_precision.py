@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mining.core.candidates import Strategy, mine_candidates
-from mining.core.decoys import sample_decoys, shuffled_decoys
+from mining.core.decoys import fill_decoys, mutated_decoys, near_duplicates, sample_decoys, shuffled_decoys
 from mining.core.knn import knn_both_ways
 from mining.core.margin import Margin
 from mining.core.precision import MIN_KEPT, decoy_hits, estimate_precision
@@ -128,3 +128,58 @@ def test_sampled_decoys_are_distinct_and_never_a_target_sentence():
     assert len(sample_decoys(pool, n=2, seed=0)) == 2
     with pytest.raises(ValueError, match="at least 1"):
         sample_decoys(pool, n=0)
+
+
+def test_the_systematic_width_widens_the_interval_by_its_share_of_the_wrong_pairs():
+    kept = np.r_[np.full(160, 2.0), np.full(40, 1.0)]  # 200 kept at threshold 1.0
+    decoy = np.r_[np.full(20, 1.5), np.full(500, 0.5)]  # 20 decoy hits: 20 wrong pairs estimated
+    est = estimate_precision(
+        kept_scores=kept, decoy_scores=decoy, threshold=1.0, n_targets=1000, n_decoys=1000, systematic=0.5
+    )
+    half = 1.959964 * math.sqrt(2 * 21)
+    assert est.precision == pytest.approx(0.9)  # the point estimate does not move
+    assert est.low == pytest.approx(1 - (20 + half + 10) / 200, abs=1e-6)  # + 0.5 * 20 wrong pairs
+    assert est.high == 1.0  # 20 - 12.7 - 10 < 0 wrong pairs: clipped at none
+    assert est.systematic == 0.5 and est.to_dict()["systematic"] == 0.5
+    with pytest.raises(ValueError, match="systematic"):
+        estimate_precision(kept_scores=kept, decoy_scores=decoy, threshold=1.0, n_targets=1, n_decoys=1, systematic=-1)
+
+
+def test_the_systematic_width_scales_with_the_decoys_and_is_clipped():
+    # 40 hits among 500 decoys for 1000 targets: 80 wrong pairs estimated, +- 2 * 1.96 sqrt(2 * 41) of counting noise
+    kw = {"kept_scores": np.full(400, 2.0), "decoy_scores": np.full(40, 2.0), "threshold": 1.0, "n_targets": 1000}
+    est = estimate_precision(**kw, n_decoys=500, systematic=0.25)
+    half = 2 * 1.959964 * math.sqrt(2 * 41)
+    assert est.precision == pytest.approx(0.8)
+    assert est.low == pytest.approx(1 - (80 + half + 20) / 400, abs=1e-6)
+    assert est.high == pytest.approx(1 - (80 - half - 20) / 400, abs=1e-6)
+    wide = estimate_precision(**kw, n_decoys=500, systematic=4.0)  # past 0 and 100 wrong pairs: clipped
+    assert (wide.low, wide.high) == (0.0, 1.0)
+
+
+def test_mutated_decoys_replace_a_share_of_the_words_and_change_every_digit():
+    texts = ["le chat dort sur le tapis rouge ce soir", "un", ""]
+    out = mutated_decoys(texts, rate=0.3, seed=1)
+    assert out == mutated_decoys(texts, rate=0.3, seed=1) and out != mutated_decoys(texts, rate=0.3, seed=2)
+    assert len(out) == 3 and out[2] == ""
+    a, b = texts[0].split(), out[0].split()
+    assert len(b) == 9 and sum(x != y for x, y in zip(a, b, strict=True)) == 3  # round(0.3 * 9) words, all changed
+    vocab = {w for t in texts for w in t.split()}
+    assert set(b) <= vocab  # replacements come from the side's own words
+    assert out[1] != "un" and out[1] in vocab  # one word: replaced by another
+    # digits: one word of 4 replaced ("3" by "de"), then every digit shifted by 1-9, never to itself
+    assert mutated_decoys(["fichier 3 de 12", "sur"], rate=0.25, seed=1)[0] == "fichier de de 77"
+    with pytest.raises(ValueError, match="rate"):
+        mutated_decoys(texts, rate=0.0)
+
+
+def test_near_copies_of_a_target_are_found_and_skipped_when_filling():
+    targets = _unit(np.eye(4)[:2] + 0.0)  # e0, e1
+    decoys = _unit(np.array([[1.0, 0.1, 0, 0], [0, 0, 1, 0], [0.6, 0.8, 0, 0], [0, 0, 0, 1], [0, 0.05, 0, 1]]))
+    near = near_duplicates(decoys, targets, cut=0.9, batch=2)  # odd blocks
+    assert near.tolist() == [True, False, False, False, False]
+    assert near_duplicates(decoys, targets, cut=0.8).tolist() == [True, False, True, False, False]
+    assert fill_decoys(["a", "b", "c", "d", "e"], near, 3) == [1, 2, 3]
+    assert fill_decoys(["a", "b", "c", "d", "e"], np.ones(5, bool), 3) == []
+    with pytest.raises(ValueError, match="one width"):
+        near_duplicates(decoys, np.ones((2, 3)), cut=0.9)

@@ -21,6 +21,8 @@ from pcapp.jobs import execute_job
 
 pytestmark = pytest.mark.django_db
 
+FALLBACK_DECOYS = "the target side's sentences with their words shuffled"
+
 LOCALE = Path(django.__file__).parent
 
 
@@ -89,7 +91,7 @@ def test_estimate_with_a_decoy_corpus_is_stored_at_the_runs_threshold_and_covers
     assert run.stats[STATS_KEY] == got
     assert got["threshold"] == run_threshold(run) == 1.0 and got["threshold_source"] == "run"
     assert got["method"] == "target-decoy" and got["reason"] == ""
-    assert got["decoys"] == "fr sentences of corpus 'django-fr-other'"
+    assert got["decoys"] == "fr sentences of corpus 'django-fr-other'" and got["decoy_source"] == "given"
     assert got["n_targets"] == got["n_decoys"] == 120
     n_kept, measured = _measured(run, 1.0, gold)
     assert got["n_kept"] == n_kept
@@ -97,13 +99,29 @@ def test_estimate_with_a_decoy_corpus_is_stored_at_the_runs_threshold_and_covers
     assert got["precision"] == pytest.approx(1 - got["decoy_hits"] / n_kept, abs=1e-4)
 
 
-def test_fallback_decoys_need_no_other_corpus(corpora):
-    corpus, _other, gold = corpora
+def test_without_a_decoy_corpus_the_other_corpus_of_the_target_language_is_picked(corpora):
+    corpus, other, _gold = corpora
+    run = _run(corpus, threshold=1.0)
+    given = run_precision_estimate(run=run, decoy_corpus=other, seed=0)
+
+    got = run_precision_estimate(run=run, seed=0)
+
+    assert got["decoy_source"] == "picked" and given["decoy_source"] == "given"
+    assert got["decoys"] == "fr sentences of corpus 'django-fr-other'"
+    drop = {"decoy_source", "seconds"}
+    assert {k: v for k, v in got.items() if k not in drop} == {k: v for k, v in given.items() if k not in drop}
+
+
+def test_fallback_decoys_when_no_other_corpus_holds_the_target_language(corpora):
+    corpus, other, _gold = corpora
+    other.languages = ["de"]  # no longer a French corpus: nothing to pick
+    other.save()
     run = _run(corpus, threshold=1.0)
 
     got = run_precision_estimate(run=run, seed=0)
 
-    assert got["decoys"] == "the target side's sentences with their words shuffled"
+    assert got["decoy_source"] == "fallback"
+    assert got["decoys"] == FALLBACK_DECOYS
     assert got["n_decoys"] == 120 and got["precision"] is not None
     assert got["low"] <= got["precision"] <= got["high"]
 
@@ -157,3 +175,23 @@ def test_the_command_prints_the_estimate_and_refuses_unknown_names(corpora):
         call_command("estimate_precision", str(run.pk), "nope")
     with pytest.raises(CommandError, match="no run 999999"):
         call_command("estimate_precision", "999999")
+
+
+def test_the_picked_decoy_corpus_is_the_largest_other_one_in_the_target_language(corpora):
+    from mining.selectors.precision import decoy_corpus_for
+
+    corpus, other, _gold = corpora
+    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    assert decoy_corpus_for(run) == other  # the run's own corpus holds French too, but is a side
+    bigger = Corpus.objects.create(name="bigger", languages=["fr", "en"])
+    _add(bigger, "fr", [f"phrase numéro {i} du grand corpus" for i in range(200)])
+    german = Corpus.objects.create(name="german", languages=["de"])
+    _add(german, "de", [f"Satz Nummer {i}" for i in range(500)])
+    assert decoy_corpus_for(run) == bigger
+    bigger.deleting = True
+    bigger.save()
+    assert decoy_corpus_for(run) == other
+    run.tgt_lang = "de"
+    assert decoy_corpus_for(run) == german
+    run.tgt_lang = "it"
+    assert decoy_corpus_for(run) is None
