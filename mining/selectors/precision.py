@@ -67,7 +67,10 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
 
     Returns:
         ``{"threshold", "source", "source_label", "n_labels", "precision", "low", "high", "confidence",
-        "precision_method", "decoys", "reason"}``: `source` is "default" (label-free estimate), "calibrated"
+        "precision_method", "decoys", "decoy_source", "systematic", "reason"}``: `decoy_source` is "given",
+        "picked" (the other corpus of the target language with the most sentences) or "fallback" (None for an
+        estimate stored before it was recorded); `systematic` is the interval's share of the estimated wrong pairs
+        added for the decoys' bias; `source` is "default" (label-free estimate), "calibrated"
         (calibrated on `n_labels` labels), "run" (chosen by hand for the run), "export" (chosen by hand for this
         export) or "none"; `precision`/`low`/`high` are None when `reason` says why no figure is stated.
     """
@@ -93,6 +96,8 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
         "confidence": None,
         "precision_method": None,
         "decoys": None,
+        "decoy_source": None,
+        "systematic": None,
         "reason": "",
     }
     est = (run.stats or {}).get(PRECISION_KEY)
@@ -117,6 +122,8 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
             confidence=est.get("confidence"),
             precision_method=est.get("method"),
             decoys=est.get("decoys"),
+            decoy_source=est.get("decoy_source"),
+            systematic=est.get("systematic"),
         )
     if source == "calibrated" and detail.get("target_precision") is not None:
         out["target_precision"] = detail["target_precision"]

@@ -12,7 +12,7 @@ from mining.core.candidates import Strategy, mine_candidates
 from mining.core.decoys import fill_decoys, mutated_decoys, near_duplicates, sample_decoys, shuffled_decoys
 from mining.core.knn import knn_both_ways
 from mining.core.margin import Margin
-from mining.core.precision import MIN_KEPT, decoy_hits, estimate_precision
+from mining.core.precision import MIN_KEPT, decoy_hits, estimate_precision, matched_threshold
 
 
 def test_planted_decoy_hits_give_the_known_false_count():
@@ -183,3 +183,22 @@ def test_near_copies_of_a_target_are_found_and_skipped_when_filling():
     assert fill_decoys(["a", "b", "c", "d", "e"], np.ones(5, bool), 3) == []
     with pytest.raises(ValueError, match="one width"):
         near_duplicates(decoys, np.ones((2, 3)), cut=0.9)
+
+
+def test_the_matched_threshold_keeps_as_many_real_hits_as_the_run():
+    real = np.array([0.9, 1.4, 1.1, 1.3, 1.2])
+    assert matched_threshold(real, 3) == 1.2  # 1.4, 1.3, 1.2 kept
+    assert matched_threshold(real, 9) == 0.9  # fewer real hits than the run keeps: their lowest
+    assert matched_threshold(real, 0) == math.inf and matched_threshold(np.zeros(0), 3) == math.inf
+    with pytest.raises(ValueError, match="1-d"):
+        matched_threshold(np.ones((2, 2)), 1)
+
+
+def test_decoy_hits_are_counted_at_the_decoy_threshold_when_given():
+    kept = np.r_[np.full(80, 2.0), np.full(20, 1.0)]  # 100 kept at 1.0
+    decoy = np.array([1.5, 0.95, 0.9, 0.85, 0.5])  # 1 hit at 1.0, 3 at 0.9
+    args = {"kept_scores": kept, "decoy_scores": decoy, "threshold": 1.0, "n_targets": 100, "n_decoys": 100}
+    assert estimate_precision(**args).decoy_hits == 1
+    est = estimate_precision(**args, decoy_threshold=0.9)
+    assert (est.n_kept, est.decoy_hits, est.threshold) == (100, 3, 1.0)
+    assert est.precision == pytest.approx(0.97)
