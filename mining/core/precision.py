@@ -48,6 +48,7 @@ class DecoyPlan:
             draw; None keeps every decoy.
         rank_matched: count the decoy hits at ``matched_threshold`` instead of the run's threshold.
         systematic: the interval's systematic width r (``estimate_precision``).
+        factor: the wrong pairs a decoy hit stands for beyond targets / decoys (``estimate_precision``).
         rate: the share of words ``mutated_decoys`` replaces.
     """
 
@@ -55,13 +56,14 @@ class DecoyPlan:
     cut: float | None
     rank_matched: bool
     systematic: float
+    factor: float = 1.0
     rate: float = 0.0
 
 
 # Fitted on all five bench collections (15 collections x 2 margins; docs/BENCHMARKS.md "Precision a user can
 # trust", where the leave-one-collection-out figures of the same choice are reported).
-PLAN_DISJOINT = DecoyPlan(kind="disjoint", cut=None, rank_matched=False, systematic=0.0)
-PLAN_FALLBACK = DecoyPlan(kind="shuffled", cut=None, rank_matched=False, systematic=0.0)
+PLAN_DISJOINT = DecoyPlan(kind="disjoint", cut=0.8, rank_matched=False, systematic=0.12)
+PLAN_FALLBACK = DecoyPlan(kind="shuffled", cut=None, rank_matched=True, systematic=0.8)
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class PrecisionEstimate:
         decoys: how the decoys were made ("shuffled target sentences", "corpus 'X'").
         reason: '' when there is an estimate, else why not.
         systematic: the interval's systematic width r (a share of the estimated wrong pairs on each side).
+        factor: the wrong pairs a decoy hit stands for beyond targets / decoys (1: the plain count).
     """
 
     threshold: float | None
@@ -94,6 +97,7 @@ class PrecisionEstimate:
     decoys: str = ""
     reason: str = ""
     systematic: float = 0.0
+    factor: float = 1.0
 
     @property
     def ok(self) -> bool:
@@ -120,6 +124,7 @@ class PrecisionEstimate:
             "decoys": self.decoys,
             "reason": self.reason,
             "systematic": self.systematic,
+            "factor": self.factor,
         }
 
 
@@ -177,6 +182,7 @@ def estimate_precision(
     min_kept: int = MIN_KEPT,
     systematic: float = 0.0,
     decoy_threshold: float | None = None,
+    factor: float = 1.0,
 ) -> PrecisionEstimate:
     """The precision of the run's pairs kept at `threshold`, from the decoy hits (module docstring).
 
@@ -192,6 +198,7 @@ def estimate_precision(
         systematic: the decoys' bias bound r: the interval widens by r times the estimated wrong pairs on each
             side (0: counting noise only; the app passes ``SYSTEMATIC`` of its decoy kind).
         decoy_threshold: where the decoy hits are counted, when not at `threshold` (``matched_threshold``).
+        factor: wrong pairs a decoy hit stands for, beyond targets / decoys (a decoy kind's measured bias; 1: none).
 
     Raises:
         ValueError: a confidence outside (0, 1), a negative systematic width, negative sizes, scores that are not 1-d.
@@ -200,6 +207,8 @@ def estimate_precision(
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if not systematic >= 0.0:
         raise ValueError(f"systematic must be >= 0, got {systematic}")
+    if not factor > 0.0:
+        raise ValueError(f"factor must be > 0, got {factor}")
     if n_targets < 0 or n_decoys < 0:
         raise ValueError(f"sizes must be >= 0, got {n_targets} targets and {n_decoys} decoys")
     kept = np.asarray(kept_scores, dtype=np.float64)
@@ -209,7 +218,7 @@ def estimate_precision(
     n_kept = int(np.count_nonzero(kept >= threshold)) if threshold is not None else int(kept.size)
     at = threshold if decoy_threshold is None else decoy_threshold
     hits = int(np.count_nonzero(dec >= at)) if at is not None else int(dec.size)
-    scale = n_targets / n_decoys if n_decoys > 0 else math.inf
+    scale = factor * n_targets / n_decoys if n_decoys > 0 else math.inf
     base = {
         "threshold": threshold,
         "n_kept": n_kept,
@@ -219,6 +228,7 @@ def estimate_precision(
         "n_decoys": n_decoys,
         "decoys": decoys,
         "systematic": systematic,
+        "factor": factor,
     }
     reason = ""
     if threshold is None:

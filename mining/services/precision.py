@@ -171,6 +171,7 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
         decoys=described,
         systematic=plan.systematic,
         decoy_threshold=at,
+        factor=plan.factor,
     )
     record = {
         **est.to_dict(),

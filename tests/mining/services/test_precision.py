@@ -4,6 +4,7 @@ clear errors and reasons; queued after a run succeeds."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import django
@@ -11,6 +12,7 @@ import numpy as np
 import polib
 import pytest
 
+from mining.core.precision import PLAN_DISJOINT, PLAN_FALLBACK
 from mining.ingest.text import norm_hash
 from mining.models import Corpus, Document, JobStatus, RunKind, Sentence, SentencePairCandidate
 from mining.selectors import run_threshold
@@ -22,6 +24,7 @@ from pcapp.jobs import execute_job
 pytestmark = pytest.mark.django_db
 
 FALLBACK_DECOYS = "the target side's sentences with their words shuffled"
+OTHER_DECOYS = "fr sentences of corpus 'django-fr-other', minus near-copies of target sentences (cosine >= 0.8)"
 
 LOCALE = Path(django.__file__).parent
 
@@ -91,12 +94,18 @@ def test_estimate_with_a_decoy_corpus_is_stored_at_the_runs_threshold_and_covers
     assert run.stats[STATS_KEY] == got
     assert got["threshold"] == run_threshold(run) == 1.0 and got["threshold_source"] == "run"
     assert got["method"] == "target-decoy" and got["reason"] == ""
-    assert got["decoys"] == "fr sentences of corpus 'django-fr-other'" and got["decoy_source"] == "given"
+    assert got["decoys"] == OTHER_DECOYS and got["decoy_source"] == "given"
     assert got["n_targets"] == got["n_decoys"] == 120
     n_kept, measured = _measured(run, 1.0, gold)
     assert got["n_kept"] == n_kept
     assert got["low"] <= measured <= got["high"], (got, measured)
-    assert got["precision"] == pytest.approx(1 - got["decoy_hits"] / n_kept, abs=1e-4)
+    assert got["precision"] == pytest.approx(1 - got["decoy_hits"] * 120 / got["n_decoys"] / n_kept, abs=1e-4)
+    # the interval: counting noise plus the systematic width fitted on the bench, r times the estimated wrong pairs
+    hits, scale, r = got["decoy_hits"], 120 / got["n_decoys"], PLAN_DISJOINT.systematic
+    assert got["systematic"] == r == 0.12 and got["factor"] == 1.0
+    half = 1.959964 * math.sqrt(2 * (hits + 1))
+    assert got["low"] == pytest.approx(1 - min(n_kept, (hits + half) * scale + r * hits * scale) / n_kept, abs=1e-4)
+    assert got["high"] == pytest.approx(1 - max(0.0, (hits - half) * scale - r * hits * scale) / n_kept, abs=1e-4)
 
 
 def test_without_a_decoy_corpus_the_other_corpus_of_the_target_language_is_picked(corpora):
@@ -107,7 +116,7 @@ def test_without_a_decoy_corpus_the_other_corpus_of_the_target_language_is_picke
     got = run_precision_estimate(run=run, seed=0)
 
     assert got["decoy_source"] == "picked" and given["decoy_source"] == "given"
-    assert got["decoys"] == "fr sentences of corpus 'django-fr-other'"
+    assert got["decoys"] == OTHER_DECOYS
     drop = {"decoy_source", "seconds"}
     assert {k: v for k, v in got.items() if k not in drop} == {k: v for k, v in given.items() if k not in drop}
 
@@ -121,7 +130,7 @@ def test_fallback_decoys_when_no_other_corpus_holds_the_target_language(corpora)
     got = run_precision_estimate(run=run, seed=0)
 
     assert got["decoy_source"] == "fallback"
-    assert got["decoys"] == FALLBACK_DECOYS
+    assert got["decoys"] == FALLBACK_DECOYS and got["systematic"] == PLAN_FALLBACK.systematic == 0.8
     assert got["n_decoys"] == 120 and got["precision"] is not None
     assert got["low"] <= got["precision"] <= got["high"]
 
@@ -170,7 +179,7 @@ def test_the_command_prints_the_estimate_and_refuses_unknown_names(corpora):
     call_command("estimate_precision", str(run.pk), "django-fr-other", stdout=out)
     got = run.__class__.objects.get(pk=run.pk).stats[STATS_KEY]
     assert out.getvalue().startswith(f"Run {run.pk}: precision {100 * got['precision']:.1f} %")
-    assert "fr sentences of corpus 'django-fr-other'" in out.getvalue()
+    assert OTHER_DECOYS in out.getvalue()
     with pytest.raises(CommandError, match="no corpus 'nope'"):
         call_command("estimate_precision", str(run.pk), "nope")
     with pytest.raises(CommandError, match="no run 999999"):
