@@ -46,7 +46,10 @@ VARIANTS = (
     Variant("shuffled"),
     *(Variant(f"mutated:{r}") for r in (0.15, 0.3)),
 )
-MODES = ("", "@rank")  # decoy hits counted at the run's threshold, or at the rank-matched one (matched_threshold)
+# decoy hits counted at the run's threshold, or at the rank-matched one (matched_threshold); "w": each hit weighted
+# by decoys.kind_weights (the decoys given the target side's spread of nearest-neighbour similarity)
+MODES = ("", "@rank", "@w", "@w-rank")
+_COUNT = {"": "hits", "rank": "hits_rank", "w": "hits_w", "w-rank": "hits_w_rank"}
 FAMILIES = {
     "disjoint collection": [v.name + m for v in VARIANTS if v.kind == "disjoint" for m in MODES],
     "no extra data": [v.name + m for v in VARIANTS if v.kind != "disjoint" for m in MODES],
@@ -57,7 +60,7 @@ def estimate(row: dict, variant: str, r: float = 0.0, c: float = 1.0):
     name, _, mode = variant.partition("@")
     d = row["variants"][name]
     kept = np.ones(row["n_kept"])  # only the counts at the threshold matter
-    dec = np.ones(d["hits_rank" if mode == "rank" else "hits"])
+    dec = np.ones(round(d[_COUNT[mode]]))  # a weighted count to the nearest hit
     return estimate_precision(
         kept_scores=kept,
         decoy_scores=dec,
@@ -155,10 +158,11 @@ def report(rows: list[dict]) -> str:
         lines.append(
             f"| {v} | {len(s)} | {sum(abs(x) <= 5 for x in err)} | {np.mean(np.abs(err)):.1f} | {worst:+.1f} |"
         )
-    fitted = {}
+    held_out: dict[str, dict[str, tuple[str, float, float]]] = {}
     for fam, members in FAMILIES.items():
         for how, factors in (("plain count", (1.0,)), ("fitted factor", C_GRID)):
             held = loco(rows, members, factors)
+            held_out[f"{fam}, {how}"] = {h.collection: (h.variant, h.r, h.c) for h in held}
             lines += ["", f"Leave one collection out, decoys from: {fam}, {how}", ""]
             lines += [
                 "| held out | variant (fit on the 4 others) | factor | r | estimates | within 5 points | "
@@ -178,7 +182,6 @@ def report(rows: list[dict]) -> str:
             )
             v, c = _fit_point(rows, members, factors)
             r = _fit_r(rows, v, c)
-            fitted[f"{fam}, {how}"] = (v, r, c)
             s = _scored(rows, v, r, c)
             lines.append(
                 f"\nFitted on all five collections ({fam}, {how}): {v}, factor {c:.2f}, r = {r:.2f} (in-sample: "
@@ -186,16 +189,18 @@ def report(rows: list[dict]) -> str:
                 f"{sum(e.low <= m <= e.high for e, m in s)}/{len(s)}, median width "
                 f"{100 * np.median([e.high - e.low for e, _ in s]):.1f} points)"
             )
-    names = list(fitted)
+    shown = [f"{fam}, plain count" for fam in FAMILIES]
     lines += [
         "",
+        "Per case, each estimate made with the choice fitted on the four other collections (leave one out):",
+        "",
         "| case | margin | gold | kept | kept F1 | best F1 | mixture stated | "
-        + " | ".join(f"{fitted[f][0]} x{fitted[f][2]:.2f} r={fitted[f][1]:.2f}" for f in names)
+        + " | ".join(f"decoys: {f.split(',')[0]}" for f in shown)
         + " | measured |",
-        "|---|---|---:|---:|---:|---:|---:|" + "---|" * len(names) + "---:|",
+        "|---|---|---:|---:|---:|---:|---:|" + "---|" * len(shown) + "---:|",
     ]
     for row in rows:
-        cells = " | ".join(_cell(estimate(row, *fitted[f])) for f in names)
+        cells = " | ".join(_cell(estimate(row, *held_out[f][row["collection"]])) for f in shown)
         lines.append(
             f"| {row['collection']} en-{row['lang']} | {row['setting']} | {row['gold']} | {row['n_kept']} | "
             f"{100 * row['f1']:.1f} | {100 * row['best_f1']:.1f} | {100 * row['mixture']:.1f} % | {cells} | "

@@ -35,7 +35,14 @@ sys.path.insert(0, str(ROOT))
 from _precision_cases import CACHE, COLLECTIONS, build_cases, encode_cached, gold_labels, mine_knn  # noqa: E402
 from _precision_loco import VARIANTS, report  # noqa: E402
 
-from mining.core.decoys import fill_decoys, mutated_decoys, near_duplicates, sample_decoys, shuffled_decoys  # noqa: E402
+from mining.core.decoys import (  # noqa: E402
+    fill_decoys,
+    kind_weights,
+    mutated_decoys,
+    nearest_similarity,
+    sample_decoys,
+    shuffled_decoys,
+)
 from mining.core.default_threshold import default_threshold  # noqa: E402
 from mining.core.encoders.usem import Usem3Encoder  # noqa: E402
 from mining.core.knn import knn_both_ways  # noqa: E402
@@ -104,6 +111,7 @@ def collect(args) -> list[dict]:
         src = encode_cached(usem, b.src_texts, "en")
         tgt = encode_cached(usem, b.tgt_texts, case.lang)
         real_knn = knn_both_ways(src, tgt, k_max)
+        tgt_nn = nearest_similarity(tgt, tgt, skip_self=True)
         case_rows = []
         for margin, k in settings:
             real = mine_knn(real_knn, b.src_texts, b.tgt_texts, case.lang, margin, k)
@@ -132,21 +140,31 @@ def collect(args) -> list[dict]:
             texts, emb = _candidates(usem, case, kind, args.seed)
             sims = src @ emb.T if len(texts) else np.zeros((len(src), 0), dtype=np.float32)
             dec_bwd = _top(sims.T, None, k_max) if len(texts) else None
+            dec_nn = nearest_similarity(emb, tgt) if len(texts) else np.zeros(0, dtype=np.float32)
             for v in (v for v in VARIANTS if v.kind == kind):
                 if v.cut is None:  # the first draw; a cut tops it up from the second
                     idx = list(range(min(n_t, len(texts))))
                 else:
-                    idx = fill_decoys(texts, near_duplicates(emb, tgt, cut=v.cut), n_t)
+                    idx = fill_decoys(texts, dec_nn >= v.cut, n_t)
                 if not idx:
                     for row in case_rows:
-                        row["variants"][v.name] = {"n_decoys": 0, "hits": 0, "hits_rank": 0, "real_hits": 0}
+                        row["variants"][v.name] = {
+                            "n_decoys": 0,
+                            "hits": 0,
+                            "hits_rank": 0,
+                            "real_hits": 0,
+                            "hits_w": 0.0,
+                            "hits_w_rank": 0.0,
+                        }
                     continue
                 both_knn = _with_decoys(real_knn, sims, dec_bwd, idx, k_max)
+                weights = kind_weights(dec_nn[idx], tgt_nn)
                 d_texts = list(b.tgt_texts) + [texts[j] for j in idx]
                 for (margin, k), row in zip(settings, case_rows, strict=True):
                     both = mine_knn(both_knn, b.src_texts, d_texts, case.lang, margin, k)
                     on_decoy = decoy_hits(both.tgt, n_t)
                     hits, real_hits = both.score[on_decoy], np.sort(both.score[~on_decoy])[::-1]
+                    w_hits = weights[both.tgt[on_decoy] - n_t]
                     # rank-matched: the combined search's threshold that keeps as many real-target hits as the run
                     # keeps (decoys shift every margin; matching ranks undoes the shift)
                     t_rank = real_hits[min(row["n_kept"], len(real_hits)) - 1] if row["n_kept"] else np.inf
@@ -155,6 +173,8 @@ def collect(args) -> list[dict]:
                         "hits": int((hits >= row["threshold"]).sum()),
                         "hits_rank": int((hits >= t_rank).sum()),
                         "real_hits": int((real_hits >= row["threshold"]).sum()),
+                        "hits_w": float(w_hits[hits >= row["threshold"]].sum()),
+                        "hits_w_rank": float(w_hits[hits >= t_rank].sum()),
                     }
         for row in case_rows:
             print(

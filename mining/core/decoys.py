@@ -130,6 +130,39 @@ def mutated_decoys(texts: Sequence[str], *, rate: float, seed: int = 0) -> list[
     return out
 
 
+def nearest_similarity(
+    rows: np.ndarray, others: np.ndarray, *, skip_self: bool = False, batch: int = 4096
+) -> np.ndarray:
+    """Each row's highest cosine to `others`.
+
+    Args:
+        rows: (n, d) float, rows L2-normalised.
+        others: (m, d) float, rows L2-normalised.
+        skip_self: `rows` is `others`: a row's similarity to itself does not count.
+        batch: rows per block (memory: batch * m floats).
+
+    Returns:
+        (n,) float32; -inf where there is nothing to compare with.
+
+    Raises:
+        ValueError: shapes that do not match.
+    """
+    a = np.asarray(rows, dtype=np.float32)
+    o = np.asarray(others, dtype=np.float32)
+    if a.ndim != 2 or o.ndim != 2 or (len(o) and a.shape[1] != o.shape[1]):
+        raise ValueError(f"embeddings must be 2-d with one width, got {a.shape} and {o.shape}")
+    out = np.full(len(a), -np.inf, dtype=np.float32)
+    if not len(o):
+        return out
+    for start in range(0, len(a), batch):
+        block = a[start : start + batch] @ o.T
+        if skip_self:
+            r = np.arange(block.shape[0])
+            block[r, start + r] = -np.inf
+        out[start : start + batch] = block.max(axis=1)
+    return out
+
+
 def near_duplicates(decoys: np.ndarray, targets: np.ndarray, *, cut: float, batch: int = 4096) -> np.ndarray:
     """Which decoys have a real target sentence at cosine >= `cut`.
 
@@ -145,16 +178,38 @@ def near_duplicates(decoys: np.ndarray, targets: np.ndarray, *, cut: float, batc
     Raises:
         ValueError: shapes that do not match.
     """
-    d = np.asarray(decoys, dtype=np.float32)
-    t = np.asarray(targets, dtype=np.float32)
-    if d.ndim != 2 or t.ndim != 2 or (len(t) and d.shape[1] != t.shape[1]):
-        raise ValueError(f"embeddings must be 2-d with one width, got {d.shape} and {t.shape}")
-    out = np.zeros(len(d), dtype=bool)
-    if not len(t):
-        return out
-    for start in range(0, len(d), batch):
-        out[start : start + batch] = (d[start : start + batch] @ t.T).max(axis=1) >= cut
-    return out
+    return nearest_similarity(decoys, targets, batch=batch) >= cut
+
+
+def kind_weights(
+    decoy_nearest: np.ndarray, target_nearest: np.ndarray, *, bins: int = 10, cap: float = 10.0
+) -> np.ndarray:
+    """Weights that give the decoys the target side's own spread of nearest-neighbour similarity.
+
+    A target side full of near-duplicates has many sentences with a close neighbour among the targets; a cleaned one
+    has few. Decoys of the same kind should sit as close to the targets as the targets sit to each other: each decoy
+    is weighted by (share of targets) / (share of decoys) in its bin of the targets' nearest-similarity quantiles.
+
+    Args:
+        decoy_nearest: (n_decoys,) each decoy's highest cosine to a target (``nearest_similarity``).
+        target_nearest: (n_targets,) each target's highest cosine to another target.
+        bins: quantile bins of `target_nearest`.
+        cap: the largest weight (a bin the decoys barely reach must not rest on one decoy).
+
+    Returns:
+        (n_decoys,) float64 weights summing to n_decoys.
+    """
+    d = np.asarray(decoy_nearest, dtype=np.float64)
+    t = np.asarray(target_nearest, dtype=np.float64)
+    t = t[np.isfinite(t)]
+    if not len(d) or not len(t):
+        return np.ones(len(d))
+    edges = np.quantile(t, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+    bd, bt = np.searchsorted(edges, d, side="right"), np.searchsorted(edges, t, side="right")
+    p_d = np.bincount(bd, minlength=bins) / len(d)
+    p_t = np.bincount(bt, minlength=bins) / len(t)
+    w = np.minimum(p_t[bd] / p_d[bd], cap)
+    return w * (len(d) / w.sum()) if w.sum() > 0 else np.ones(len(d))
 
 
 def fill_decoys(candidates: Sequence[str], banned: np.ndarray, n: int) -> list[int]:

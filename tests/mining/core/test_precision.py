@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from mining.core.candidates import Strategy, mine_candidates
-from mining.core.decoys import fill_decoys, mutated_decoys, near_duplicates, sample_decoys, shuffled_decoys
+from mining.core.decoys import (
+    fill_decoys,
+    kind_weights,
+    mutated_decoys,
+    near_duplicates,
+    nearest_similarity,
+    sample_decoys,
+    shuffled_decoys,
+)
 from mining.core.knn import knn_both_ways
 from mining.core.margin import Margin
 from mining.core.precision import MIN_KEPT, decoy_hits, estimate_precision, matched_threshold
@@ -202,3 +210,22 @@ def test_decoy_hits_are_counted_at_the_decoy_threshold_when_given():
     est = estimate_precision(**args, decoy_threshold=0.9)
     assert (est.n_kept, est.decoy_hits, est.threshold) == (100, 3, 1.0)
     assert est.precision == pytest.approx(0.97)
+
+
+def test_nearest_similarity_skips_a_row_itself_when_asked():
+    x = _unit(np.array([[1.0, 0, 0], [0.8, 0.6, 0], [0, 0, 1]]))
+    assert nearest_similarity(x, x, batch=2).tolist() == pytest.approx([1.0, 1.0, 1.0])
+    assert nearest_similarity(x, x, skip_self=True, batch=2).tolist() == pytest.approx([0.8, 0.8, 0.0])
+    assert nearest_similarity(x, np.zeros((0, 3))).tolist() == [-np.inf] * 3
+
+
+def test_kind_weights_give_the_decoys_the_targets_spread():
+    # targets: half with a near-copy among the targets (0.95), half without (0.3); decoys: 1 in 5 near a target
+    target_nn = np.r_[np.full(50, 0.95), np.full(50, 0.3)]
+    decoy_nn = np.r_[np.full(20, 0.95), np.full(80, 0.3)]
+    w = kind_weights(decoy_nn, target_nn, bins=2)
+    assert w.sum() == pytest.approx(100)
+    assert w[:20] == pytest.approx(np.full(20, 0.5 / 0.2)) and w[20:] == pytest.approx(np.full(80, 0.5 / 0.8))
+    capped = kind_weights(np.r_[0.95, np.full(99, 0.3)], target_nn, bins=2, cap=10.0)
+    assert capped[0] / capped[1] == pytest.approx(10.0 / (0.5 / 0.99))  # 50 would be its share; capped at 10
+    assert capped.sum() == pytest.approx(100)
