@@ -60,10 +60,12 @@ def estimate(row: dict, variant: str, r: float = 0.0, c: float = 1.0):
     name, _, mode = variant.partition("@")
     d = row["variants"][name]
     kept = np.ones(row["n_kept"])  # only the counts at the threshold matter
-    dec = np.ones(round(d[_COUNT[mode]]))  # a weighted count to the nearest hit
+    weighted = mode.startswith("w")
+    dec = np.ones(1 if weighted else d[_COUNT[mode]])  # a weighted count: one score carrying the hits' weight
     return estimate_precision(
         kept_scores=kept,
         decoy_scores=dec,
+        decoy_weights=np.array([d[_COUNT[mode]]]) if weighted else None,
         threshold=1.0,
         n_targets=row["n_targets"],
         n_decoys=d["n_decoys"],

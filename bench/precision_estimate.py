@@ -111,7 +111,7 @@ def collect(args) -> list[dict]:
         src = encode_cached(usem, b.src_texts, "en")
         tgt = encode_cached(usem, b.tgt_texts, case.lang)
         real_knn = knn_both_ways(src, tgt, k_max)
-        tgt_nn = nearest_similarity(tgt, tgt, skip_self=True)
+        tgt_nn = nearest_similarity(tgt, tgt, self_index=np.arange(n_t))
         case_rows = []
         for margin, k in settings:
             real = mine_knn(real_knn, b.src_texts, b.tgt_texts, case.lang, margin, k)

@@ -131,14 +131,14 @@ def mutated_decoys(texts: Sequence[str], *, rate: float, seed: int = 0) -> list[
 
 
 def nearest_similarity(
-    rows: np.ndarray, others: np.ndarray, *, skip_self: bool = False, batch: int = 4096
+    rows: np.ndarray, others: np.ndarray, *, self_index: np.ndarray | None = None, batch: int = 4096
 ) -> np.ndarray:
     """Each row's highest cosine to `others`.
 
     Args:
         rows: (n, d) float, rows L2-normalised.
         others: (m, d) float, rows L2-normalised.
-        skip_self: `rows` is `others`: a row's similarity to itself does not count.
+        self_index: (n,) int, where `rows` are rows of `others`: row i's own row in `others`, which does not count.
         batch: rows per block (memory: batch * m floats).
 
     Returns:
@@ -151,14 +151,16 @@ def nearest_similarity(
     o = np.asarray(others, dtype=np.float32)
     if a.ndim != 2 or o.ndim != 2 or (len(o) and a.shape[1] != o.shape[1]):
         raise ValueError(f"embeddings must be 2-d with one width, got {a.shape} and {o.shape}")
+    own = None if self_index is None else np.asarray(self_index, dtype=np.int64)
+    if own is not None and own.shape != (len(a),):
+        raise ValueError(f"self_index must have one entry per row, got {own.shape} for {len(a)} rows")
     out = np.full(len(a), -np.inf, dtype=np.float32)
     if not len(o):
         return out
     for start in range(0, len(a), batch):
         block = a[start : start + batch] @ o.T
-        if skip_self:
-            r = np.arange(block.shape[0])
-            block[r, start + r] = -np.inf
+        if own is not None:
+            block[np.arange(block.shape[0]), own[start : start + batch]] = -np.inf
         out[start : start + batch] = block.max(axis=1)
     return out
 

@@ -24,7 +24,8 @@ fitted on all of them (`PLAN_DISJOINT`, `PLAN_FALLBACK`; docs/BENCHMARKS.md). Wh
 
 The decoys decide the bias (bench/precision_estimate.py): sentences of a disjoint collection of the same kind give
 the wrong pairs' scores as they are, near-duplicates and all (less those that are near-copies of a real target
-sentence, cosine >= 0.8: a near-copy of a translation takes a true pair's place); shuffled target sentences (the
+sentence, cosine >= 0.75: a near-copy of a translation takes a true pair's place; and each hit weighted so that the
+decoys sit as close to the targets as the targets sit to each other, ``decoys.kind_weights``); shuffled target sentences (the
 fallback that needs no extra data) compete less well than a near-translation does, and their hits are counted where
 the search with decoys keeps as many real pairs as the run (``matched_threshold``), with a much wider systematic
 width: that fallback is a rough figure, and the run page says to add a corpus in the target language.
@@ -53,6 +54,7 @@ class DecoyPlan:
         cut: drop decoys with a real target sentence at cosine >= cut (``near_duplicates``), topped up from a second
             draw; None keeps every decoy.
         rank_matched: count the decoy hits at ``matched_threshold`` instead of the run's threshold.
+        weighted: count each decoy hit by its ``decoys.kind_weights`` weight.
         systematic: the interval's systematic width r (``estimate_precision``).
         factor: the wrong pairs a decoy hit stands for beyond targets / decoys (``estimate_precision``).
         rate: the share of words ``mutated_decoys`` replaces.
@@ -62,6 +64,7 @@ class DecoyPlan:
     cut: float | None
     rank_matched: bool
     systematic: float
+    weighted: bool = False
     factor: float = 1.0
     rate: float = 0.0
 
@@ -69,10 +72,11 @@ class DecoyPlan:
 # Fitted on all five bench collections (manuals, manuals-repeat, gimp, debref, catalogue x fr, de, es x ratio k = 4 and
 # distance k = 16: 29 cases with an estimate) by bench/precision_estimate.py, 2026-11-28; docs/BENCHMARKS.md
 # "Precision a user can trust" reports the same choice made leave-one-collection-out. Disjoint decoys: of 5 near-copy
-# cuts x 2 ways to count x a factor, the plain count at cut 0.8 (within 5 points in 26 / 29 in-sample, 24 / 29 left
-# out); r = 0.12 covers 28 / 29 (28 / 29 left out), median interval 12.9 points. Fallback: of shuffled and mutated
-# decoys, shuffled with the rank-matched count; r = 0.8 covers 28 / 29 in-sample (19 / 29 left out), median 44 points.
-PLAN_DISJOINT = DecoyPlan(kind="disjoint", cut=0.8, rank_matched=False, systematic=0.12)
+# cuts x 4 ways to count (plain, rank-matched, weighted by decoys.kind_weights, both) x a factor, the weighted count of
+# decoys less near-copies at cosine 0.75 (within 5 points in 28 / 29 in-sample and 28 / 29 left out); r = 0.04 covers
+# 28 / 29 (27 / 29 left out), median interval 10.6 points. Fallback: of shuffled and mutated decoys, shuffled with
+# the rank-matched count; r = 0.8 covers 28 / 29 in-sample (19 / 29 left out), median 44 points: a rough figure.
+PLAN_DISJOINT = DecoyPlan(kind="disjoint", cut=0.75, rank_matched=False, systematic=0.04, weighted=True)
 PLAN_FALLBACK = DecoyPlan(kind="shuffled", cut=None, rank_matched=True, systematic=0.8)
 
 
@@ -84,7 +88,7 @@ class PrecisionEstimate:
         threshold: the score threshold (keep score >= threshold); None when the run has none.
         n_kept: real pairs kept at the threshold.
         decoy_hits: decoy hits scoring at least the threshold (in the search against real targets + decoys).
-        est_false: the estimated wrong pairs among the kept (decoy hits scaled by targets / decoys).
+        est_false: the estimated wrong pairs among the kept (weighted decoy hits scaled by targets / decoys).
         precision / low / high: the estimate and its interval, None when `reason` says why there is none.
         confidence: the interval's nominal coverage.
         n_targets / n_decoys: the real target side's size and the decoys'.
@@ -92,6 +96,7 @@ class PrecisionEstimate:
         reason: '' when there is an estimate, else why not.
         systematic: the interval's systematic width r (a share of the estimated wrong pairs on each side).
         factor: the wrong pairs a decoy hit stands for beyond targets / decoys (1: the plain count).
+        weighted_hits: the decoy hits counted by their weights (= decoy_hits when unweighted).
     """
 
     threshold: float | None
@@ -108,6 +113,7 @@ class PrecisionEstimate:
     reason: str = ""
     systematic: float = 0.0
     factor: float = 1.0
+    weighted_hits: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -135,6 +141,7 @@ class PrecisionEstimate:
             "reason": self.reason,
             "systematic": self.systematic,
             "factor": self.factor,
+            "weighted_hits": r(self.weighted_hits, 2),
         }
 
 
@@ -168,7 +175,7 @@ def matched_threshold(real_hit_scores: np.ndarray, n_kept: int) -> float:
     return float(-np.partition(-s, min(n_kept, s.size) - 1)[min(n_kept, s.size) - 1])
 
 
-def _interval(hits: int, scale: float, n_kept: int, confidence: float, systematic: float) -> tuple[float, float]:
+def _interval(hits: float, scale: float, n_kept: int, confidence: float, systematic: float) -> tuple[float, float]:
     """(low, high) bounds on the wrong pairs among the kept: see the module docstring."""
     from scipy.stats import norm
 
@@ -193,6 +200,7 @@ def estimate_precision(
     systematic: float = 0.0,
     decoy_threshold: float | None = None,
     factor: float = 1.0,
+    decoy_weights: np.ndarray | None = None,
 ) -> PrecisionEstimate:
     """The precision of the run's pairs kept at `threshold`, from the decoy hits (module docstring).
 
@@ -209,6 +217,8 @@ def estimate_precision(
             side (0: counting noise only; the app passes ``SYSTEMATIC`` of its decoy kind).
         decoy_threshold: where the decoy hits are counted, when not at `threshold` (``matched_threshold``).
         factor: wrong pairs a decoy hit stands for, beyond targets / decoys (a decoy kind's measured bias; 1: none).
+        decoy_weights: one weight >= 0 per decoy score (``decoys.kind_weights`` of the decoy hit); the hits are then
+            counted by their weights (``weighted_hits``); None: each counts 1.
 
     Raises:
         ValueError: a confidence outside (0, 1), a negative systematic width, negative sizes, scores that are not 1-d.
@@ -227,12 +237,21 @@ def estimate_precision(
         raise ValueError(f"scores must be 1-d, got shapes {kept.shape} and {dec.shape}")
     n_kept = int(np.count_nonzero(kept >= threshold)) if threshold is not None else int(kept.size)
     at = threshold if decoy_threshold is None else decoy_threshold
-    hits = int(np.count_nonzero(dec >= at)) if at is not None else int(dec.size)
+    hit = dec >= at if at is not None else np.ones(dec.size, dtype=bool)
+    hits = int(np.count_nonzero(hit))
+    if decoy_weights is None:
+        weighted = float(hits)
+    else:
+        w = np.asarray(decoy_weights, dtype=np.float64)
+        if w.shape != dec.shape or (w.size and not (w >= 0).all()):
+            raise ValueError(f"decoy_weights must be >= 0, one per decoy score, got shape {w.shape} for {dec.shape}")
+        weighted = float(w[hit].sum())
     scale = factor * n_targets / n_decoys if n_decoys > 0 else math.inf
     base = {
         "threshold": threshold,
         "n_kept": n_kept,
         "decoy_hits": hits,
+        "weighted_hits": weighted,
         "confidence": confidence,
         "n_targets": n_targets,
         "n_decoys": n_decoys,
@@ -252,8 +271,8 @@ def estimate_precision(
         reason = f"{n_kept} pairs kept at the threshold; an estimate needs at least {min_kept}"
     if reason:
         return PrecisionEstimate(est_false=math.nan, precision=None, low=None, high=None, reason=reason, **base)
-    est_false = min(hits * scale, float(n_kept))
-    lo, hi = _interval(hits, scale, n_kept, confidence, systematic)
+    est_false = min(weighted * scale, float(n_kept))
+    lo, hi = _interval(weighted, scale, n_kept, confidence, systematic)
     return PrecisionEstimate(
         est_false=est_false,
         precision=1.0 - est_false / n_kept,

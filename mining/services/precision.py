@@ -21,7 +21,14 @@ from django.conf import settings
 from django.db import transaction
 
 from ..core.candidates import mine_candidates
-from ..core.decoys import fill_decoys, mutated_decoys, near_duplicates, sample_decoys, shuffled_decoys
+from ..core.decoys import (
+    fill_decoys,
+    kind_weights,
+    mutated_decoys,
+    nearest_similarity,
+    sample_decoys,
+    shuffled_decoys,
+)
 from ..core.filters import apply_filters
 from ..core.knn import knn_both_ways
 from ..core.knn.shards import row_shards
@@ -43,6 +50,7 @@ from .params import SentenceRunParams
 logger = logging.getLogger(__name__)
 
 STATS_KEY = "precision_estimate"
+SPREAD_SAMPLE = 5000  # targets whose nearest-neighbour similarity gives the target side's spread (kind_weights)
 TASK = "mining.estimate_precision"  # mining.tasks.estimate_precision, sent by name
 
 
@@ -89,9 +97,11 @@ def _decoy_texts(run: MiningRun, tgt: Side, decoy_corpus: Corpus | None, seed: i
     )
 
 
-def _count_decoys(run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kept) -> tuple[np.ndarray, float | None]:
-    """The decoy hits' scores past the pre-filters in the search against real targets + decoys, and the rank-matched
-    threshold of that search (``core.precision.matched_threshold``)."""
+def _count_decoys(
+    run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kept
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The decoy hits past the pre-filters in the search against real targets + decoys: their scores and which decoy
+    each is; and the rank-matched threshold of that search (``core.precision.matched_threshold``)."""
     both = mine_candidates(
         knn_both_ways(src_emb, np.concatenate([tgt_emb, dec_emb]), params.k),
         margin=params.margin,
@@ -110,7 +120,15 @@ def _count_decoys(run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kep
         keep = np.array([r is None for r in reasons], dtype=bool)
     hit = decoy_hits(both.tgt_idx, len(tgt))
     scores = both.score.astype(np.float64)
-    return scores[hit & keep], matched_threshold(scores[~hit & keep], n_kept)
+    on = hit & keep
+    return scores[on], both.tgt_idx[on] - len(tgt), matched_threshold(scores[~hit & keep], n_kept)
+
+
+def _kind_weights(tgt_emb: np.ndarray, dec_nearest: np.ndarray, seed: int) -> np.ndarray:
+    """``core.decoys.kind_weights`` of the decoys, the targets' spread read off a seeded sample of them."""
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(len(tgt_emb), size=min(len(tgt_emb), SPREAD_SAMPLE), replace=False))
+    return kind_weights(dec_nearest, nearest_similarity(tgt_emb[pick], tgt_emb, self_index=pick))
 
 
 def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None, seed: int = 0) -> dict[str, Any]:
@@ -151,19 +169,23 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
         SentencePairCandidate.objects.filter(run=run, filter_reason="").values_list("score", flat=True), dtype=float
     )
     n_kept = int(np.count_nonzero(kept_scores >= threshold)) if threshold is not None else len(kept_scores)
-    dec_scores, at = np.zeros(0), None
+    dec_scores, at, weights = np.zeros(0), None, None
     if texts and len(src) and len(tgt):
         encoder = load_encoder(run.encoder)
         src_emb = _embeddings(run, run.src_corpus, src, run.src_lang, params.site, encoder.encode)
         tgt_emb = _embeddings(run, run.tgt_corpus, tgt, run.tgt_lang, params.site, encoder.encode)
         dec_emb = np.asarray(encoder.encode(texts, run.tgt_lang), dtype=np.float16).astype(np.float32)
+        nearest = nearest_similarity(dec_emb, tgt_emb) if plan.cut is not None or plan.weighted else None
         if plan.cut is not None:
-            chosen = fill_decoys(texts, near_duplicates(dec_emb, tgt_emb, cut=plan.cut), len(tgt))
-            texts, dec_emb = [texts[i] for i in chosen], dec_emb[chosen]
+            chosen = fill_decoys(texts, nearest >= plan.cut, len(tgt))
+            texts, dec_emb, nearest = [texts[i] for i in chosen], dec_emb[chosen], nearest[chosen]
             described += f", minus near-copies of target sentences (cosine >= {plan.cut:g})"
         if texts:
-            dec_scores, matched = _count_decoys(run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kept)
+            dec_scores, which, matched = _count_decoys(run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kept)
             at = matched if plan.rank_matched else None
+            if plan.weighted:
+                weights = _kind_weights(tgt_emb, nearest, seed)[which]
+                described += ", weighted to the target side's spread of nearest-neighbour similarity"
     est = estimate_precision(
         kept_scores=kept_scores,
         decoy_scores=dec_scores,
@@ -174,6 +196,7 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
         systematic=plan.systematic,
         decoy_threshold=at,
         factor=plan.factor,
+        decoy_weights=weights,
     )
     record = {
         **est.to_dict(),

@@ -215,7 +215,8 @@ def test_decoy_hits_are_counted_at_the_decoy_threshold_when_given():
 def test_nearest_similarity_skips_a_row_itself_when_asked():
     x = _unit(np.array([[1.0, 0, 0], [0.8, 0.6, 0], [0, 0, 1]]))
     assert nearest_similarity(x, x, batch=2).tolist() == pytest.approx([1.0, 1.0, 1.0])
-    assert nearest_similarity(x, x, skip_self=True, batch=2).tolist() == pytest.approx([0.8, 0.8, 0.0])
+    assert nearest_similarity(x, x, self_index=np.arange(3), batch=2).tolist() == pytest.approx([0.8, 0.8, 0.0])
+    assert nearest_similarity(x[[2, 0]], x, self_index=np.array([2, 0])).tolist() == pytest.approx([0.0, 0.8])
     assert nearest_similarity(x, np.zeros((0, 3))).tolist() == [-np.inf] * 3
 
 

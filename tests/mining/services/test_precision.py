@@ -24,7 +24,10 @@ from pcapp.jobs import execute_job
 pytestmark = pytest.mark.django_db
 
 FALLBACK_DECOYS = "the target side's sentences with their words shuffled"
-OTHER_DECOYS = "fr sentences of corpus 'django-fr-other', minus near-copies of target sentences (cosine >= 0.8)"
+OTHER_DECOYS = (
+    "fr sentences of corpus 'django-fr-other', minus near-copies of target sentences (cosine >= 0.75), weighted to the "
+    "target side's spread of nearest-neighbour similarity"
+)
 
 LOCALE = Path(django.__file__).parent
 
@@ -95,17 +98,20 @@ def test_estimate_with_a_decoy_corpus_is_stored_at_the_runs_threshold_and_covers
     assert got["threshold"] == run_threshold(run) == 1.0 and got["threshold_source"] == "run"
     assert got["method"] == "target-decoy" and got["reason"] == ""
     assert got["decoys"] == OTHER_DECOYS and got["decoy_source"] == "given"
-    assert got["n_targets"] == got["n_decoys"] == 120
+    # 140 other messages drawn, those at cosine >= 0.75 to a target dropped: 117 left for 120 targets
+    assert (got["n_targets"], got["n_decoys"]) == (120, 117)
     n_kept, measured = _measured(run, 1.0, gold)
     assert got["n_kept"] == n_kept
     assert got["low"] <= measured <= got["high"], (got, measured)
-    assert got["precision"] == pytest.approx(1 - got["decoy_hits"] * 120 / got["n_decoys"] / n_kept, abs=1e-4)
+    # each decoy hit counts its kind weight: the weighted hits, scaled by targets / decoys, are the wrong pairs
+    hits, scale, r = got["weighted_hits"], 120 / got["n_decoys"], PLAN_DISJOINT.systematic
+    assert got["decoy_hits"] > 0 and hits != got["decoy_hits"]
+    assert got["precision"] == pytest.approx(1 - hits * scale / n_kept, abs=1e-4)
     # the interval: counting noise plus the systematic width fitted on the bench, r times the estimated wrong pairs
-    hits, scale, r = got["decoy_hits"], 120 / got["n_decoys"], PLAN_DISJOINT.systematic
-    assert got["systematic"] == r == 0.12 and got["factor"] == 1.0
+    assert got["systematic"] == r == 0.04 and got["factor"] == 1.0
     half = 1.959964 * math.sqrt(2 * (hits + 1))
-    assert got["low"] == pytest.approx(1 - min(n_kept, (hits + half) * scale + r * hits * scale) / n_kept, abs=1e-4)
-    assert got["high"] == pytest.approx(1 - max(0.0, (hits - half) * scale - r * hits * scale) / n_kept, abs=1e-4)
+    assert got["low"] == pytest.approx(1 - min(n_kept, (hits + half) * scale + r * hits * scale) / n_kept, abs=2e-4)
+    assert got["high"] == pytest.approx(1 - max(0.0, (hits - half) * scale - r * hits * scale) / n_kept, abs=2e-4)
 
 
 def test_without_a_decoy_corpus_the_other_corpus_of_the_target_language_is_picked(corpora):
