@@ -25,10 +25,10 @@ fitted on all of them (`PLAN_DISJOINT`, `PLAN_FALLBACK`; docs/BENCHMARKS.md). Wh
 The decoys decide the bias (bench/precision_estimate.py): sentences of a disjoint collection of the same kind give
 the wrong pairs' scores as they are, near-duplicates and all (less those that are near-copies of a real target
 sentence, cosine >= 0.75: a near-copy of a translation takes a true pair's place; and each hit weighted so that the
-decoys sit as close to the targets as the targets sit to each other, ``decoys.kind_weights``); shuffled target sentences (the
-fallback that needs no extra data) compete less well than a near-translation does, and their hits are counted where
-the search with decoys keeps as many real pairs as the run (``matched_threshold``), with a much wider systematic
-width: that fallback is a rough figure, and the run page says to add a corpus in the target language.
+decoys sit as close to the targets as the targets sit to each other, ``decoys.kind_weights``). Shuffled target
+sentences (the fallback that needs no extra data) compete less well than a near-translation does; their hits are
+counted where the search with decoys keeps as many real pairs as the run (``matched_threshold``), with a much wider
+systematic width: that fallback is a rough figure, and the run page says to add a corpus in the target language.
 """
 
 from __future__ import annotations
