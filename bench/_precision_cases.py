@@ -30,6 +30,7 @@ from mining.core.evaluation import BuccSet, build_bucc
 from mining.core.filters import apply_filters, keep_mask
 from mining.core.knn import knn_both_ways
 from mining.core.margin import Margin
+from mining.core.types import KnnResult
 from scripts.data_sources import load_pairs
 
 COLLECTIONS = ("manuals", "manuals-repeat", "gimp", "debref", "catalogue")
@@ -119,7 +120,19 @@ class Mined:
 
 def mine(src_emb, tgt_emb, src_texts, tgt_texts, lang: str, margin: Margin, k: int) -> Mined:
     """A default run's candidates past the pre-filters (max-score)."""
-    cands = mine_candidates(knn_both_ways(src_emb, tgt_emb, k), margin=margin, k=k, strategy=Strategy.MAX_SCORE)
+    return mine_knn(knn_both_ways(src_emb, tgt_emb, k), src_texts, tgt_texts, lang, margin, k)
+
+
+def mine_knn(knn: KnnResult, src_texts, tgt_texts, lang: str, margin: Margin, k: int) -> Mined:
+    """``mine`` from a kNN result already computed (its first k neighbours a row are used)."""
+    if knn.fwd_sims.shape[1] != k or knn.bwd_sims.shape[1] != k:
+        knn = KnnResult(
+            fwd_sims=knn.fwd_sims[:, :k],
+            fwd_ids=knn.fwd_ids[:, :k],
+            bwd_sims=knn.bwd_sims[:, :k],
+            bwd_ids=knn.bwd_ids[:, :k],
+        )
+    cands = mine_candidates(knn, margin=margin, k=k, strategy=Strategy.MAX_SCORE)
     reasons = apply_filters(
         [src_texts[i] for i in cands.src_idx], [tgt_texts[i] for i in cands.tgt_idx], src_lang="en", tgt_lang=lang
     )
@@ -132,8 +145,67 @@ def gold_labels(m: Mined, bucc: BuccSet) -> np.ndarray:
     return np.array([(int(a), int(b)) in gold for a, b in zip(m.src, m.tgt, strict=True)], dtype=bool)
 
 
+def plan_estimate(
+    encoder, case: Case, src_emb, tgt_emb, real: Mined, threshold: float, margin: Margin, k: int, plan=None, seed=0
+):
+    """The app's estimate of a case's kept set (``services.precision`` on arrays): decoys made, cut, searched,
+    counted and weighted by `plan` (default ``core.precision.PLAN_DISJOINT``; the case's pool for "disjoint" decoys,
+    else shuffled target sentences)."""
+    from mining.core.decoys import fill_decoys, kind_weights, nearest_similarity, sample_decoys, shuffled_decoys
+    from mining.core.precision import PLAN_DISJOINT, decoy_hits, estimate_precision, matched_threshold
+
+    plan = plan or PLAN_DISJOINT
+    b = case.bucc
+    n_t = len(b.tgt_texts)
+    draws = 2 if plan.cut is not None else 1
+    if plan.kind == "disjoint":
+        texts = sample_decoys(case.pool, n=draws * n_t, exclude=b.tgt_texts, seed=seed)
+    else:
+        texts = [t for d in range(draws) for t in shuffled_decoys(b.tgt_texts, seed=seed + d)]
+    emb = encode_cached(encoder, texts, case.lang)
+    nearest = nearest_similarity(emb, tgt_emb)
+    idx = fill_decoys(texts, nearest >= plan.cut, n_t) if plan.cut is not None else list(range(min(n_t, len(texts))))
+    both = mine(
+        src_emb,
+        np.concatenate([tgt_emb, emb[idx]]),
+        b.src_texts,
+        list(b.tgt_texts) + [texts[i] for i in idx],
+        case.lang,
+        margin,
+        k,
+    )
+    on = decoy_hits(both.tgt, n_t)
+    n_kept = int((real.score >= threshold).sum())
+    weights = None
+    if plan.weighted:
+        spread = nearest_similarity(tgt_emb, tgt_emb, self_index=np.arange(n_t))
+        weights = kind_weights(nearest[idx], spread)[both.tgt[on] - n_t]
+    return estimate_precision(
+        kept_scores=real.score,
+        decoy_scores=both.score[on],
+        threshold=threshold,
+        n_targets=n_t,
+        n_decoys=len(idx),
+        systematic=plan.systematic,
+        factor=plan.factor,
+        decoy_threshold=matched_threshold(both.score[~on], n_kept) if plan.rank_matched else None,
+        decoy_weights=weights,
+    )
+
+
 def label_free_threshold(m: Mined) -> float:
     return default_threshold(m.score, m.mutual).threshold
 
 
-__all__ = ["COLLECTIONS", "Case", "Mined", "Path", "build_cases", "encode_cached", "gold_labels", "mine"]
+__all__ = [
+    "COLLECTIONS",
+    "Case",
+    "Mined",
+    "Path",
+    "build_cases",
+    "encode_cached",
+    "gold_labels",
+    "mine",
+    "mine_knn",
+    "plan_estimate",
+]

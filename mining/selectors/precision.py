@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..models import Artefact, LanguagePairSetting, MiningRun, RunKind
+from django.db.models import Count
+
+from ..models import Artefact, Corpus, LanguagePairSetting, MiningRun, RunKind, Sentence
 from .labels import label_model
 from .thresholds import run_threshold_info, scale_key
 
@@ -32,6 +34,26 @@ def _calibration_labels(run: MiningRun) -> int | None:
     return int(metrics["labels"]) if "labels" in metrics else None
 
 
+def decoy_corpus_for(run: MiningRun) -> Corpus | None:
+    """The corpus whose sentences in the run's target language give the run's decoys: of the corpora that are neither
+    side of the run (nor being deleted) and list that language, the one with the most sentences in it (the lowest id
+    on a tie); None when no other corpus holds a sentence in that language (the estimate then falls back to decoys
+    made without extra data). Three queries."""
+    others = (
+        Corpus.objects.filter(languages__contains=[run.tgt_lang], deleting=False)
+        .exclude(pk__in=[pk for pk in (run.src_corpus_id, run.tgt_corpus_id) if pk is not None])
+        .values_list("pk", flat=True)
+    )
+    best = (
+        Sentence.objects.filter(corpus_id__in=list(others), lang=run.tgt_lang)
+        .values("corpus_id")
+        .annotate(n=Count("id"))
+        .order_by("-n", "corpus_id")
+        .first()
+    )
+    return None if best is None else Corpus.objects.get(pk=best["corpus_id"])
+
+
 def _same(a: float | None, b: float | None) -> bool:
     return a is not None and b is not None and abs(a - b) <= 1e-6 * max(1.0, abs(a))
 
@@ -45,7 +67,10 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
 
     Returns:
         ``{"threshold", "source", "source_label", "n_labels", "precision", "low", "high", "confidence",
-        "precision_method", "decoys", "reason"}``: `source` is "default" (label-free estimate), "calibrated"
+        "precision_method", "decoys", "decoy_source", "systematic", "reason"}``: `decoy_source` is "given",
+        "picked" (the other corpus of the target language with the most sentences) or "fallback" (None for an
+        estimate stored before it was recorded); `systematic` is the interval's share of the estimated wrong pairs
+        added for the decoys' bias; `source` is "default" (label-free estimate), "calibrated"
         (calibrated on `n_labels` labels), "run" (chosen by hand for the run), "export" (chosen by hand for this
         export) or "none"; `precision`/`low`/`high` are None when `reason` says why no figure is stated.
     """
@@ -71,6 +96,8 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
         "confidence": None,
         "precision_method": None,
         "decoys": None,
+        "decoy_source": None,
+        "systematic": None,
         "reason": "",
     }
     est = (run.stats or {}).get(PRECISION_KEY)
@@ -95,6 +122,8 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
             confidence=est.get("confidence"),
             precision_method=est.get("method"),
             decoys=est.get("decoys"),
+            decoy_source=est.get("decoy_source"),
+            systematic=est.get("systematic"),
         )
     if source == "calibrated" and detail.get("target_precision") is not None:
         out["target_precision"] = detail["target_precision"]

@@ -2,10 +2,12 @@
 (``stats["precision_estimate"]``): the run page, the API and the exports state it with the threshold.
 
 The source side is mined again with the run's encoder, margin, k and strategy against the run's target side plus as
-many decoys: sentences of `decoy_corpus` in the target language (a disjoint collection of the same kind: the better
-decoys), or, when none is given, the target side's own sentences with their words shuffled (the fallback that needs no
-extra data; it states too high a precision where the collection repeats passages, docs/BENCHMARKS.md). The estimate is
-made at the run's threshold, read through ``selectors.run_threshold_info`` only (here, in ``_threshold``).
+many decoys: sentences in the target language of another corpus (one given, or the one ``selectors.decoy_corpus_for``
+picks: the largest other corpus of the database in that language), less those that are near-copies of a target
+sentence (``core.precision.PLAN_DISJOINT``); or, when the database holds no other corpus in that language, the target
+side's own sentences with their words shuffled (``PLAN_FALLBACK``: a rough figure with a wide interval,
+docs/BENCHMARKS.md). The estimate is made at the run's threshold, read through ``selectors.run_threshold_info`` only
+(here, in ``_threshold``).
 """
 
 from __future__ import annotations
@@ -19,13 +21,28 @@ from django.conf import settings
 from django.db import transaction
 
 from ..core.candidates import mine_candidates
-from ..core.decoys import sample_decoys, shuffled_decoys
+from ..core.decoys import (
+    fill_decoys,
+    kind_weights,
+    mutated_decoys,
+    nearest_similarity,
+    sample_decoys,
+    shuffled_decoys,
+)
 from ..core.filters import apply_filters
 from ..core.knn import knn_both_ways
 from ..core.knn.shards import row_shards
-from ..core.precision import decoy_hits, estimate_precision
+from ..core.precision import (
+    PLAN_DISJOINT,
+    PLAN_FALLBACK,
+    DecoyPlan,
+    decoy_hits,
+    estimate_precision,
+    matched_threshold,
+)
 from ..models import Corpus, JobStatus, MiningRun, RunKind, SentencePairCandidate
 from ..selectors import run_threshold_info
+from ..selectors.precision import decoy_corpus_for
 from .embeddings import Side, embeddings_dir, load_shard, shard_path, side_sentences
 from .encoders import encoder_default, load_encoder
 from .params import SentenceRunParams
@@ -33,6 +50,7 @@ from .params import SentenceRunParams
 logger = logging.getLogger(__name__)
 
 STATS_KEY = "precision_estimate"
+SPREAD_SAMPLE = 5000  # targets whose nearest-neighbour similarity gives the target side's spread (kind_weights)
 TASK = "mining.estimate_precision"  # mining.tasks.estimate_precision, sent by name
 
 
@@ -54,18 +72,63 @@ def _embeddings(run: MiningRun, corpus: Corpus, side: Side, lang: str, site: str
     return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
 
 
-def _decoys(run: MiningRun, tgt: Side, decoy_corpus: Corpus | None, seed: int) -> tuple[list[str], str]:
+def _decoy_texts(run: MiningRun, tgt: Side, decoy_corpus: Corpus | None, seed: int) -> tuple[list[str], str, DecoyPlan]:
+    """Decoy candidates in draw order (two draws where the plan drops near-copies, else one), their description and
+    the plan that makes and counts them."""
     if decoy_corpus is None:
-        return shuffled_decoys(tgt.texts, seed=seed), "the target side's sentences with their words shuffled"
+        plan = PLAN_FALLBACK
+        draws = 2 if plan.cut is not None else 1
+        if plan.kind == "mutated":
+            texts = [t for d in range(draws) for t in mutated_decoys(tgt.texts, rate=plan.rate, seed=seed + d)]
+            return texts, f"the target side's sentences with {plan.rate:.0%} of their words replaced", plan
+        texts = [t for d in range(draws) for t in shuffled_decoys(tgt.texts, seed=seed + d)]
+        return texts, "the target side's sentences with their words shuffled", plan
     if decoy_corpus.pk in (run.src_corpus_id, run.tgt_corpus_id):
         raise ValueError(
             f"corpus '{decoy_corpus}' is a side of run {run.pk}: decoys must come from a disjoint collection"
         )
+    plan = PLAN_DISJOINT
     pool = side_sentences(decoy_corpus, run.tgt_lang, dedup=True)
+    n = len(tgt) * (2 if plan.cut is not None else 1)
     return (
-        sample_decoys(pool.texts, n=len(tgt), exclude=tgt.texts, seed=seed),
+        sample_decoys(pool.texts, n=n, exclude=tgt.texts, seed=seed),
         f"{run.tgt_lang} sentences of corpus '{decoy_corpus}'",
+        plan,
     )
+
+
+def _count_decoys(
+    run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kept
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The decoy hits past the pre-filters in the search against real targets + decoys: their scores and which decoy
+    each is; and the rank-matched threshold of that search (``core.precision.matched_threshold``)."""
+    both = mine_candidates(
+        knn_both_ways(src_emb, np.concatenate([tgt_emb, dec_emb]), params.k),
+        margin=params.margin,
+        k=params.k,
+        strategy=params.strategy,
+    )
+    keep = np.ones(len(both.score), dtype=bool)
+    if params.filters and len(both.score):
+        all_tgt = tgt.texts + texts
+        reasons = apply_filters(
+            [src.texts[i] for i in both.src_idx],
+            [all_tgt[i] for i in both.tgt_idx],
+            src_lang=run.src_lang,
+            tgt_lang=run.tgt_lang,
+        )
+        keep = np.array([r is None for r in reasons], dtype=bool)
+    hit = decoy_hits(both.tgt_idx, len(tgt))
+    scores = both.score.astype(np.float64)
+    on = hit & keep
+    return scores[on], both.tgt_idx[on] - len(tgt), matched_threshold(scores[~hit & keep], n_kept)
+
+
+def _kind_weights(tgt_emb: np.ndarray, dec_nearest: np.ndarray, seed: int) -> np.ndarray:
+    """``core.decoys.kind_weights`` of the decoys, the targets' spread read off a seeded sample of them."""
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(len(tgt_emb), size=min(len(tgt_emb), SPREAD_SAMPLE), replace=False))
+    return kind_weights(dec_nearest, nearest_similarity(tgt_emb[pick], tgt_emb, self_index=pick))
 
 
 def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None, seed: int = 0) -> dict[str, Any]:
@@ -73,13 +136,15 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
 
     Args:
         run: a succeeded sentence run.
-        decoy_corpus: a corpus disjoint from the run's, with sentences in the run's target language; None: shuffled
-            target sentences (the fallback).
+        decoy_corpus: a corpus disjoint from the run's, with sentences in the run's target language; None: the
+            corpus ``selectors.decoy_corpus_for`` picks (another corpus of the database with the most sentences in
+            that language), or, when there is none, decoys made from the target side (the fallback).
         seed: the decoys' seed.
 
     Returns:
-        What was stored: ``core.precision.PrecisionEstimate.to_dict()`` plus ``threshold_source`` and ``seconds``;
-        when there is no estimate, ``precision`` is None and ``reason`` says why.
+        What was stored: ``core.precision.PrecisionEstimate.to_dict()`` plus ``threshold_source``,
+        ``decoy_source`` ("given", "picked" or "fallback") and ``seconds``; when there is no estimate,
+        ``precision`` is None and ``reason`` says why.
 
     Raises:
         ValueError: the run is not a succeeded sentence run, or the decoy corpus is one of its sides.
@@ -91,35 +156,36 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
     t0 = time.perf_counter()
     params = SentenceRunParams.from_dict(run.params)
     threshold, source = _threshold(run)
+    decoy_source = "given"
+    if decoy_corpus is None:
+        decoy_corpus = decoy_corpus_for(run)
+        decoy_source = "fallback" if decoy_corpus is None else "picked"
     if run.encoder is None:
         run.encoder = encoder_default()
     src = side_sentences(run.src_corpus, run.src_lang, site=params.site)
     tgt = side_sentences(run.tgt_corpus, run.tgt_lang, site=params.site)
-    texts, described = _decoys(run, tgt, decoy_corpus, seed)
+    texts, described, plan = _decoy_texts(run, tgt, decoy_corpus, seed)
     kept_scores = np.fromiter(
         SentencePairCandidate.objects.filter(run=run, filter_reason="").values_list("score", flat=True), dtype=float
     )
-    dec_scores = np.zeros(0)
+    n_kept = int(np.count_nonzero(kept_scores >= threshold)) if threshold is not None else len(kept_scores)
+    dec_scores, at, weights = np.zeros(0), None, None
     if texts and len(src) and len(tgt):
         encoder = load_encoder(run.encoder)
         src_emb = _embeddings(run, run.src_corpus, src, run.src_lang, params.site, encoder.encode)
         tgt_emb = _embeddings(run, run.tgt_corpus, tgt, run.tgt_lang, params.site, encoder.encode)
         dec_emb = np.asarray(encoder.encode(texts, run.tgt_lang), dtype=np.float16).astype(np.float32)
-        k = params.k
-        both = mine_candidates(
-            knn_both_ways(src_emb, np.concatenate([tgt_emb, dec_emb]), k),
-            margin=params.margin,
-            k=k,
-            strategy=params.strategy,
-        )
-        hit = decoy_hits(both.tgt_idx, len(tgt))
-        s_idx, d_idx, scores = both.src_idx[hit], both.tgt_idx[hit] - len(tgt), both.score[hit]
-        if params.filters and len(scores):
-            reasons = apply_filters(
-                [src.texts[i] for i in s_idx], [texts[i] for i in d_idx], src_lang=run.src_lang, tgt_lang=run.tgt_lang
-            )
-            scores = scores[np.array([r is None for r in reasons], dtype=bool)]
-        dec_scores = scores.astype(np.float64)
+        nearest = nearest_similarity(dec_emb, tgt_emb) if plan.cut is not None or plan.weighted else None
+        if plan.cut is not None:
+            chosen = fill_decoys(texts, nearest >= plan.cut, len(tgt))
+            texts, dec_emb, nearest = [texts[i] for i in chosen], dec_emb[chosen], nearest[chosen]
+            described += f", minus near-copies of target sentences (cosine >= {plan.cut:g})"
+        if texts:
+            dec_scores, which, matched = _count_decoys(run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kept)
+            at = matched if plan.rank_matched else None
+            if plan.weighted:
+                weights = _kind_weights(tgt_emb, nearest, seed)[which]
+                described += ", weighted to the target side's spread of nearest-neighbour similarity"
     est = estimate_precision(
         kept_scores=kept_scores,
         decoy_scores=dec_scores,
@@ -127,8 +193,17 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
         n_targets=len(tgt),
         n_decoys=len(texts),
         decoys=described,
+        systematic=plan.systematic,
+        decoy_threshold=at,
+        factor=plan.factor,
+        decoy_weights=weights,
     )
-    record = {**est.to_dict(), "threshold_source": source, "seconds": round(time.perf_counter() - t0, 1)}
+    record = {
+        **est.to_dict(),
+        "threshold_source": source,
+        "decoy_source": decoy_source,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     with transaction.atomic():
         locked = MiningRun.objects.select_for_update().get(pk=run.pk)
         locked.stats = {**(locked.stats or {}), STATS_KEY: record}

@@ -10,7 +10,8 @@ class Command(BaseCommand):
     help = (
         "Estimate the precision of a succeeded sentence run's kept pairs from decoy hits and store it with the run. "
         "DECOY_CORPUS (a corpus name or id, disjoint from the run's, with sentences in its target language) gives "
-        "the decoys; without it the run's target sentences with their words shuffled are used."
+        "the decoys; without it the largest other corpus in that language is used, and when there is none the run's "
+        "target sentences with their words shuffled (a rough figure with a wide interval)."
     )
 
     def add_arguments(self, parser):

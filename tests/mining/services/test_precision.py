@@ -4,6 +4,7 @@ clear errors and reasons; queued after a run succeeds."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import django
@@ -11,6 +12,7 @@ import numpy as np
 import polib
 import pytest
 
+from mining.core.precision import PLAN_DISJOINT, PLAN_FALLBACK
 from mining.ingest.text import norm_hash
 from mining.models import Corpus, Document, JobStatus, RunKind, Sentence, SentencePairCandidate
 from mining.selectors import run_threshold
@@ -20,6 +22,12 @@ from mining.services.runs import run_create
 from pcapp.jobs import execute_job
 
 pytestmark = pytest.mark.django_db
+
+FALLBACK_DECOYS = "the target side's sentences with their words shuffled"
+OTHER_DECOYS = (
+    "fr sentences of corpus 'django-fr-other', minus near-copies of target sentences (cosine >= 0.75), weighted to the "
+    "target side's spread of nearest-neighbour similarity"
+)
 
 LOCALE = Path(django.__file__).parent
 
@@ -89,21 +97,46 @@ def test_estimate_with_a_decoy_corpus_is_stored_at_the_runs_threshold_and_covers
     assert run.stats[STATS_KEY] == got
     assert got["threshold"] == run_threshold(run) == 1.0 and got["threshold_source"] == "run"
     assert got["method"] == "target-decoy" and got["reason"] == ""
-    assert got["decoys"] == "fr sentences of corpus 'django-fr-other'"
-    assert got["n_targets"] == got["n_decoys"] == 120
+    assert got["decoys"] == OTHER_DECOYS and got["decoy_source"] == "given"
+    # 140 other messages drawn, those at cosine >= 0.75 to a target dropped: 117 left for 120 targets
+    assert (got["n_targets"], got["n_decoys"]) == (120, 117)
     n_kept, measured = _measured(run, 1.0, gold)
     assert got["n_kept"] == n_kept
     assert got["low"] <= measured <= got["high"], (got, measured)
-    assert got["precision"] == pytest.approx(1 - got["decoy_hits"] / n_kept, abs=1e-4)
+    # each decoy hit counts its kind weight: the weighted hits, scaled by targets / decoys, are the wrong pairs
+    hits, scale, r = got["weighted_hits"], 120 / got["n_decoys"], PLAN_DISJOINT.systematic
+    assert got["decoy_hits"] > 0 and hits != got["decoy_hits"]
+    assert got["precision"] == pytest.approx(1 - hits * scale / n_kept, abs=1e-4)
+    # the interval: counting noise plus the systematic width fitted on the bench, r times the estimated wrong pairs
+    assert got["systematic"] == r == 0.04 and got["factor"] == 1.0
+    half = 1.959964 * math.sqrt(2 * (hits + 1))
+    assert got["low"] == pytest.approx(1 - min(n_kept, (hits + half) * scale + r * hits * scale) / n_kept, abs=2e-4)
+    assert got["high"] == pytest.approx(1 - max(0.0, (hits - half) * scale - r * hits * scale) / n_kept, abs=2e-4)
 
 
-def test_fallback_decoys_need_no_other_corpus(corpora):
-    corpus, _other, gold = corpora
+def test_without_a_decoy_corpus_the_other_corpus_of_the_target_language_is_picked(corpora):
+    corpus, other, _gold = corpora
+    run = _run(corpus, threshold=1.0)
+    given = run_precision_estimate(run=run, decoy_corpus=other, seed=0)
+
+    got = run_precision_estimate(run=run, seed=0)
+
+    assert got["decoy_source"] == "picked" and given["decoy_source"] == "given"
+    assert got["decoys"] == OTHER_DECOYS
+    drop = {"decoy_source", "seconds"}
+    assert {k: v for k, v in got.items() if k not in drop} == {k: v for k, v in given.items() if k not in drop}
+
+
+def test_fallback_decoys_when_no_other_corpus_holds_the_target_language(corpora):
+    corpus, other, _gold = corpora
+    other.languages = ["de"]  # no longer a French corpus: nothing to pick
+    other.save()
     run = _run(corpus, threshold=1.0)
 
     got = run_precision_estimate(run=run, seed=0)
 
-    assert got["decoys"] == "the target side's sentences with their words shuffled"
+    assert got["decoy_source"] == "fallback"
+    assert got["decoys"] == FALLBACK_DECOYS and got["systematic"] == PLAN_FALLBACK.systematic == 0.8
     assert got["n_decoys"] == 120 and got["precision"] is not None
     assert got["low"] <= got["precision"] <= got["high"]
 
@@ -152,8 +185,28 @@ def test_the_command_prints_the_estimate_and_refuses_unknown_names(corpora):
     call_command("estimate_precision", str(run.pk), "django-fr-other", stdout=out)
     got = run.__class__.objects.get(pk=run.pk).stats[STATS_KEY]
     assert out.getvalue().startswith(f"Run {run.pk}: precision {100 * got['precision']:.1f} %")
-    assert "fr sentences of corpus 'django-fr-other'" in out.getvalue()
+    assert OTHER_DECOYS in out.getvalue()
     with pytest.raises(CommandError, match="no corpus 'nope'"):
         call_command("estimate_precision", str(run.pk), "nope")
     with pytest.raises(CommandError, match="no run 999999"):
         call_command("estimate_precision", "999999")
+
+
+def test_the_picked_decoy_corpus_is_the_largest_other_one_in_the_target_language(corpora):
+    from mining.selectors.precision import decoy_corpus_for
+
+    corpus, other, _gold = corpora
+    run = run_create(kind=RunKind.SENTENCE, src_corpus=corpus, src_lang="en", tgt_lang="fr", enqueue=False)
+    assert decoy_corpus_for(run) == other  # the run's own corpus holds French too, but is a side
+    bigger = Corpus.objects.create(name="bigger", languages=["fr", "en"])
+    _add(bigger, "fr", [f"phrase numéro {i} du grand corpus" for i in range(200)])
+    german = Corpus.objects.create(name="german", languages=["de"])
+    _add(german, "de", [f"Satz Nummer {i}" for i in range(500)])
+    assert decoy_corpus_for(run) == bigger
+    bigger.deleting = True
+    bigger.save()
+    assert decoy_corpus_for(run) == other
+    run.tgt_lang = "de"
+    assert decoy_corpus_for(run) == german
+    run.tgt_lang = "it"
+    assert decoy_corpus_for(run) is None

@@ -61,6 +61,25 @@ def test_statement_of_a_label_free_threshold_with_an_estimate():
     )
 
 
+def test_the_run_page_names_the_decoys_and_how_they_were_chosen(staff_client):
+    picked = _run(precision_estimate={**ESTIMATE, "decoy_source": "picked", "systematic": 0.3})
+    got = threshold_statement(picked)
+    assert (got["decoys"], got["decoy_source"], got["systematic"]) == ("fr sentences of corpus 'other'", "picked", 0.3)
+    html = staff_client.get(reverse("run-detail", args=[picked.pk])).content.decode()
+    assert (
+        '<span class="statement-decoys">fr sentences of corpus &#x27;other&#x27;, picked automatically: the other '
+        "corpus with the most sentences in this language</span>"
+    ) in html
+    shuffled = {
+        **ESTIMATE,
+        "decoys": "the target side's sentences with their words shuffled",
+        "decoy_source": "fallback",
+    }
+    html = staff_client.get(reverse("run-detail", args=[_run(precision_estimate=shuffled).pk])).content.decode()
+    assert "with their words shuffled; no other corpus holds this language: add one for a better estimate" in html
+    assert threshold_statement(_run(precision_estimate=ESTIMATE))["decoy_source"] is None  # stored before it existed
+
+
 def test_statement_says_why_there_is_no_figure():
     assert threshold_statement(_run())["reason"].startswith("not estimated yet")
     other = {**ESTIMATE, "precision": None, "low": None, "high": None, "reason": "3 pairs kept at the threshold"}
