@@ -264,7 +264,7 @@ def run_app(host: str, port: int, demo: bool) -> int:
         print(f"\npcapp is up: {base}/  (admin: {base}/admin/)  Ctrl-C stops it.\n", flush=True)
         if demo:
             # After the web server is up, so that the demo run can be watched on its page while it works.
-            _manage("load_demo")
+            _manage("load_demo", "--decoys")
             _manage("start_demo_run", "--base-url", base)
         while not stopping:
             for child in children:

@@ -6,7 +6,12 @@ a hash of the entry), so that English strings lose their partner as in a corpus 
 (bench/demo_choice.py, docs/BENCHMARKS.md "The demo"), thinning does not help the demo: the margin already leaves the
 strings without a partner out, so the pairs the filters leave are gold pairs either way, and fewer of them make the
 label-free threshold's fit worse. The demo keeps every translation; its run uses the distance margin instead
-(start_demo_run)."""
+(start_demo_run).
+
+`--decoys` also imports the other apps' catalogues of django.contrib (auth, humanize, gis, ...) as a second corpus,
+DECOY_CORPUS: messages of the same kind that translate nothing of the demo corpus, which the demo run's precision
+estimate picks as its decoys (mining/selectors/precision.py, decoy_corpus_for), as a user's second collection in the
+same language would be picked."""
 
 import hashlib
 import tempfile
@@ -19,14 +24,18 @@ from mining.models import Corpus, JobStatus
 from mining.services.imports import import_execute, import_job_create
 
 DEMO_CORPUS = "demo-django-ui"
+DECOY_CORPUS = "demo-django-contrib"
 CATALOGUES = {"django/conf": "conf/locale", "django/contrib/admin": "contrib/admin/locale"}
+OTHER_APPS = ("admindocs", "auth", "contenttypes", "flatpages", "gis", "humanize", "postgres", "redirects", "sessions")
+DECOY_CATALOGUES = {f"django/contrib/{app}": f"contrib/{app}/locale" for app in (*OTHER_APPS, "sites")}
+PACKAGES = ("rest_framework", "axes")  # installed apps whose wheels carry Django catalogues
 
 
-def demo_files(langs: list[str]) -> tuple[list[str], dict[str, str]]:
-    """The .po files of the demo catalogues for `langs`, and the catalogue name of each."""
+def demo_files(langs: list[str], catalogues: dict[str, str] = CATALOGUES) -> tuple[list[str], dict[str, str]]:
+    """The .po files of the demo catalogues (or of `catalogues`) for `langs`, and the catalogue name of each."""
     root = Path(django.__file__).parent
     paths, names = [], {}
-    for name, locale in CATALOGUES.items():
+    for name, locale in catalogues.items():
         for lang in langs:
             for domain in ("django.po", "djangojs.po"):
                 path = root / locale / lang / "LC_MESSAGES" / domain
@@ -34,6 +43,35 @@ def demo_files(langs: list[str]) -> tuple[list[str], dict[str, str]]:
                     key = str(path)
                     paths.append(key)
                     names[key] = f"{name}/{domain.removesuffix('.po')}"
+    return paths, names
+
+
+def package_catalogues(langs: list[str], folder: Path) -> tuple[list[str], dict[str, str]]:
+    """The Django catalogues that other installed packages ship (PACKAGES) for `langs`, as .po files: a compiled
+    catalogue (.mo) is written out as a .po copy in `folder`."""
+    import importlib.util
+
+    import polib
+
+    paths, names = [], {}
+    for package in PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(next(iter(spec.submodule_search_locations)))
+        for lang in langs:
+            base = root / "locale" / lang / "LC_MESSAGES" / "django"
+            if base.with_suffix(".po").exists():
+                path = str(base.with_suffix(".po"))
+            elif base.with_suffix(".mo").exists():
+                path = str(folder / f"{package}-{lang}.po")
+                catalogue = polib.mofile(str(base.with_suffix(".mo")))
+                catalogue.metadata.setdefault("Language", lang)  # the directory says it where the header does not
+                catalogue.save_as_pofile(path)
+            else:
+                continue
+            paths.append(path)
+            names[path] = f"{package}/django"
     return paths, names
 
 
@@ -81,10 +119,17 @@ class Command(BaseCommand):
             help="share of each language's translations kept (default 1: every one)",
         )
         parser.add_argument("--name", default=DEMO_CORPUS, help=f"the corpus's name (default {DEMO_CORPUS})")
+        parser.add_argument(
+            "--decoys",
+            action="store_true",
+            help=f"also import django.contrib's other catalogues as '{DECOY_CORPUS}' (the precision estimate's decoys)",
+        )
 
-    def handle(self, *args, langs: str, keep_share: float, name: str, **options):
+    def handle(self, *args, langs: str, keep_share: float, name: str, decoys: bool, **options):
         if not 0 < keep_share <= 1:
             raise CommandError(f"--keep-share must be in (0, 1], not {keep_share}")
+        if decoys:
+            self._import_decoys(langs)
         if Corpus.objects.filter(name=name).exists():
             self.stdout.write(f"The demo corpus '{name}' is already there.")
             return
@@ -117,3 +162,36 @@ class Command(BaseCommand):
                 f"in {langs}, from Django {django.__version__}'s catalogues ({kept_words})."
             )
         )
+
+    def _import_decoys(self, langs: str) -> None:
+        if Corpus.objects.filter(name=DECOY_CORPUS).exists():
+            self.stdout.write(f"The decoy corpus '{DECOY_CORPUS}' is already there.")
+            return
+        paths, names = demo_files(langs.split(","), DECOY_CATALOGUES)
+        if not paths:
+            raise CommandError("no django.contrib catalogues found for " + langs)
+        with tempfile.TemporaryDirectory(prefix="pcapp-decoys-") as folder:
+            more, more_names = package_catalogues(langs.split(","), Path(folder))
+            job = self._import_catalogues(paths + more, {**names, **more_names})
+        if job.status != JobStatus.SUCCEEDED:
+            raise CommandError(job.error)
+        self.stdout.write(
+            self.style.SUCCESS(f"Decoy corpus '{DECOY_CORPUS}': {job.stats['sentences']} sentences in {langs}.")
+        )
+
+    @staticmethod
+    def _import_catalogues(paths: list[str], names: dict[str, str]):
+        job = import_job_create(
+            corpus_name=DECOY_CORPUS,
+            fmt="po",
+            paths=paths,
+            options={
+                "src_lang": "en",
+                "catalogue_names": names,
+                "source": f"Django {django.__version__} contrib/*/locale/ (not admin), {', '.join(PACKAGES)}",
+                "description": "The interface strings of django.contrib's other apps with their translations: "
+                "text of the demo's kind that translates nothing of it, which the demo run's precision estimate "
+                "uses as decoys.",
+            },
+        )
+        return import_execute(job=job)

@@ -75,8 +75,14 @@ def test_the_run_page_names_the_decoys_and_how_they_were_chosen(staff_client):
         "decoys": "the target side's sentences with their words shuffled",
         "decoy_source": "fallback",
     }
-    html = staff_client.get(reverse("run-detail", args=[_run(precision_estimate=shuffled).pk])).content.decode()
-    assert "with their words shuffled; no other corpus holds this language: add one for a better estimate" in html
+    fallback = _run(precision_estimate=shuffled)
+    got = threshold_statement(fallback)  # too rough a figure to state: the statement says why instead
+    assert (got["precision"], got["low"], got["high"], got["decoy_source"]) == (None, None, None, "fallback")
+    assert got["reason"].startswith("no other corpus holds fr sentences to draw decoys from")
+    assert statement_line(got).startswith("threshold=1.050000; source=default; precision=none; reason=no other corpus")
+    html = staff_client.get(reverse("run-detail", args=[fallback.pk])).content.decode()
+    assert "no precision stated: no other corpus holds fr sentences to draw decoys from" in html
+    assert "90.0 %" not in html
     assert threshold_statement(_run(precision_estimate=ESTIMATE))["decoy_source"] is None  # stored before it existed
 
 
