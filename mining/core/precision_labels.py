@@ -1,0 +1,265 @@
+"""The precision of a run's kept pairs settled by a few labels, with what the run already knows (the decoy estimate).
+
+Labels drawn at random from the kept set (the one-click check draws ``n // bands`` from each of `bands` equal-width
+score bands between the threshold and the top score) estimate its precision without bias, the stratified mean
+
+    p_L = sum_b W_b * g_b / n_b,       W_b = N_b / N,
+
+(N_b kept pairs in band b, n_b of them labelled, g_b GOOD), with variance
+
+    v_L = sum_b W_b^2 * (1 - n_b / N_b) * q_b (1 - q_b) / n_b,   q_b = (g_b + 1) / (n_b + 2),
+
+(a band labelled all GOOD still has a variance: q_b is the rate with one GOOD and one BAD added). But 100 labels of a
+70-90 % precise set have a standard error of about 4 points: the binomial floor that no estimator from the labels
+alone gets under. The decoy estimate (``core.precision``) is another measurement of the same figure, with its own
+error: the counting noise of its decoy hits (``decoy_variance``) and a bias (its decoys are not exactly like the run's
+wrong pairs) whose spread was measured on the bench collections (``bias_sd``: bench/feedback_loop.py --precision,
+chosen leave-one-collection-out). Taking the decoy estimate as a prior N(p_D, v_D + bias_sd^2) and the stratified
+labels as a measurement N(p, v_L), the settled figure is the posterior
+
+    p = (p_D / v_0 + p_L / v_L) / (1 / v_0 + 1 / v_L),   v = 1 / (1 / v_0 + 1 / v_L),   v_0 = v_D + bias_sd^2,
+
+with the interval p +- z sqrt(v) clipped to [0, 1]. Few labels lean on the decoys; many labels outweigh them. A decoy
+estimate far from what the labels say loses its weight (``adaptive``): the bias spread used for this run is the larger
+of bias_sd^2 and the disagreement beyond both noises, (p_D - p_L)^2 - v_D - v_L (an empirical-Bayes estimate of this
+run's own bias). Without a decoy estimate
+the figure is the labels' alone (interval: Wilson on the design's effective size p_L (1 - p_L) / v_L).
+
+Labels outside the kept set's score range are ignored; a band with no label is merged into its nearest labelled
+neighbour (collapsed strata), so labels from any random sampler over the kept set (uniform, score bands) serve.
+A model-assisted (difference) estimator with the decoys' per-band precision as its model is the stratified mean
+itself: a model constant within each band cancels out of it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+BANDS = 5
+CONFIDENCE = 0.95
+# The decoy estimate's bias spread (precision units) beyond its counting noise, by kind of decoys: what
+# bench/feedback_loop.py --precision measured on its 15 collections (docs/BENCHMARKS.md, "A few labels settle the
+# stated precision"). Shuffled target sentences compete far less well than a near-translation does: their spread
+# is the fallback's measured errors on the same collections (docs/BENCHMARKS.md, "Precision a user can trust").
+BIAS_SD_DISJOINT = 0.035
+BIAS_SD_SHUFFLED = 0.12
+METHOD = "labels + decoys"
+METHOD_LABELS = "labels"
+
+
+def score_bands(scores: np.ndarray, lo: float, hi: float, bands: int = BANDS) -> np.ndarray:
+    """Band of each score among `bands` equal-width bands over [lo, hi) (the samplers' ``width_bucket``).
+
+    Args:
+        scores: (n,) float scores; lo < hi.
+        bands: number of bands, >= 1.
+
+    Returns:
+        (n,) int64 bands in [0, bands - 1]; scores outside [lo, hi) get -1.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1 or bands < 1 or not hi > lo:
+        raise ValueError(f"need 1-d scores, bands >= 1 and lo < hi; got shape {s.shape}, {bands}, [{lo}, {hi})")
+    band = np.floor((s - lo) / (hi - lo) * bands).astype(np.int64)
+    return np.where((s >= lo) & (s < hi), np.clip(band, 0, bands - 1), -1)
+
+
+@dataclass(frozen=True)
+class BandCounts:
+    """The kept set cut into score bands: pairs in each band, labelled pairs, GOOD among them (a pair labelled by
+    several reviewers counts its share of GOOD verdicts).
+
+    Attributes:
+        sizes: (B,) int64 kept pairs per band.
+        labelled: (B,) int64 labelled pairs per band (<= sizes).
+        good: (B,) float64 GOOD per band (<= labelled).
+    """
+
+    sizes: np.ndarray
+    labelled: np.ndarray
+    good: np.ndarray
+
+    def __post_init__(self) -> None:
+        shapes = {np.shape(self.sizes), np.shape(self.labelled), np.shape(self.good)}
+        if len(shapes) != 1 or np.ndim(self.sizes) != 1:
+            raise ValueError(f"sizes, labelled and good must be 1-d of one length, got {shapes}")
+        if np.any(np.asarray(self.labelled) > np.asarray(self.sizes)) or np.any(np.asarray(self.good) < 0):
+            raise ValueError("a band has more labelled pairs than pairs, or negative GOOD")
+        if np.any(np.asarray(self.good) > np.asarray(self.labelled) + 1e-9):
+            raise ValueError("a band has more GOOD than labelled pairs")
+
+    @property
+    def n_labels(self) -> int:
+        return int(np.sum(self.labelled))
+
+    @classmethod
+    def from_scores(
+        cls, kept_scores: np.ndarray, labelled_scores: np.ndarray, good: np.ndarray, bands: int = BANDS
+    ) -> BandCounts:
+        """Counts over `bands` equal-width bands from the lowest kept score to just above the highest.
+
+        Args:
+            kept_scores: (N,) scores of the kept set.
+            labelled_scores: (n,) scores of its labelled pairs (one per pair); good: (n,) their GOOD share in [0, 1].
+        """
+        kept = np.asarray(kept_scores, dtype=np.float64)
+        if kept.size == 0:
+            return cls(np.zeros(bands, np.int64), np.zeros(bands, np.int64), np.zeros(bands))
+        lo, hi = float(kept.min()), float(kept.max()) + 1e-9
+        y = np.asarray(good, dtype=np.float64)
+        lb = score_bands(np.asarray(labelled_scores, dtype=np.float64), lo, hi, bands)
+        if y.shape != lb.shape:
+            raise ValueError(f"labelled scores and GOOD shares differ in shape: {lb.shape} and {y.shape}")
+        inside = lb >= 0
+        return cls(
+            np.bincount(score_bands(kept, lo, hi, bands), minlength=bands).astype(np.int64),
+            np.bincount(lb[inside], minlength=bands).astype(np.int64),
+            np.bincount(lb[inside], weights=y[inside], minlength=bands).astype(np.float64),
+        )
+
+
+def _collapse(counts: BandCounts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bands without labels merged into the nearest band with labels (the lower one on a tie)."""
+    sizes = counts.sizes.astype(np.float64).copy()
+    n, g = counts.labelled.astype(np.float64), counts.good.astype(np.float64)
+    has = np.flatnonzero(n > 0)
+    if has.size == 0:
+        return sizes[:0], n[:0], g[:0]
+    for b in np.flatnonzero((n == 0) & (sizes > 0)):
+        sizes[has[np.argmin(np.abs(has - b))]] += sizes[b]
+        sizes[b] = 0.0
+    keep = n > 0
+    return sizes[keep], n[keep], g[keep]
+
+
+@dataclass(frozen=True)
+class LabelEstimate:
+    """The kept set's precision from stratified labels alone: the stratified mean, its variance, a Wilson interval."""
+
+    precision: float
+    variance: float
+    low: float
+    high: float
+    n_labels: int
+
+
+def stratified_precision(counts: BandCounts, confidence: float = CONFIDENCE) -> LabelEstimate | None:
+    """The stratified mean of the labels and its variance (module docstring); None without labels in the kept set."""
+    from scipy.stats import norm
+
+    from mining.core.calibration.estimates import wilson_interval
+
+    sizes, n, g = _collapse(counts)
+    if n.size == 0:
+        return None
+    w = sizes / sizes.sum()
+    p = float(np.sum(w * g / n))
+    q = (g + 1.0) / (n + 2.0)
+    fpc = np.clip(1.0 - n / np.maximum(sizes, 1.0), 0.0, 1.0)
+    var = float(np.sum(w * w * fpc * q * (1.0 - q) / n))
+    qq = (float(np.sum(w * g / n)) * counts.n_labels + 1.0) / (counts.n_labels + 2.0)
+    n_eff = qq * (1.0 - qq) / var if var > 0 else float(counts.n_labels)
+    low, high = wilson_interval(p, n_eff, float(norm.ppf(0.5 + confidence / 2)))
+    return LabelEstimate(p, max(var, 1e-12), float(low), float(high), counts.n_labels)
+
+
+def decoy_variance(*, decoy_hits: int, n_kept: int, n_targets: int, n_decoys: int) -> float:
+    """The counting variance of the decoy estimate of precision: 2 (hits + 1) (targets / decoys)^2 / kept^2 (the
+    variance ``core.precision`` puts its interval on)."""
+    if n_kept <= 0 or n_decoys <= 0:
+        raise ValueError(f"need kept pairs and decoys, got {n_kept} and {n_decoys}")
+    return 2.0 * (decoy_hits + 1) * (n_targets / n_decoys) ** 2 / n_kept**2
+
+
+def bias_sd_from_errors(errors: np.ndarray, variances: np.ndarray) -> float:
+    """The spread of a prior's bias beyond its counting noise, from its measured errors on bench collections: the
+    root of mean(error^2 - counting variance), 0 when the noise explains the errors."""
+    e, v = np.asarray(errors, dtype=np.float64), np.asarray(variances, dtype=np.float64)
+    if e.shape != v.shape or e.size == 0:
+        raise ValueError(f"need errors and variances of one non-empty shape, got {e.shape} and {v.shape}")
+    return math.sqrt(max(float(np.mean(e * e - v)), 0.0))
+
+
+@dataclass(frozen=True)
+class SettledPrecision:
+    """The kept set's precision settled by labels (module docstring).
+
+    Attributes:
+        precision / low / high: the settled figure and its interval.
+        confidence: the interval's nominal coverage.
+        n_labels: labelled kept pairs behind it.
+        label_precision / label_low / label_high: the labels' own figure (stratified mean, Wilson interval).
+        prior_weight: the decoy estimate's share of the settled figure (0 without one).
+        method: METHOD (labels + decoys) or METHOD_LABELS (labels alone).
+    """
+
+    precision: float
+    low: float
+    high: float
+    confidence: float
+    n_labels: int
+    label_precision: float
+    label_low: float
+    label_high: float
+    prior_weight: float
+    method: str
+
+    def to_dict(self) -> dict:
+        """JSON-ready, rounded."""
+        out = {k: round(float(v), 4) for k, v in self.__dict__.items() if isinstance(v, float)}
+        return {**out, "n_labels": self.n_labels, "method": self.method}
+
+
+def settle_precision(
+    counts: BandCounts,
+    *,
+    prior_precision: float | None = None,
+    prior_variance: float | None = None,
+    bias_sd: float = BIAS_SD_DISJOINT,
+    confidence: float = CONFIDENCE,
+    adaptive: bool = True,
+) -> SettledPrecision | None:
+    """The kept set's precision from its labels and, when given, the decoy estimate as a prior (module docstring).
+
+    Args:
+        counts: the kept set's bands and labels.
+        prior_precision: the decoy estimate (None: labels alone); prior_variance: its counting variance
+            (``decoy_variance``).
+        bias_sd: the decoy estimate's bias spread beyond its counting noise (precision units, >= 0).
+        confidence: the interval's coverage, in (0, 1).
+        adaptive: widen the prior to the disagreement the labels show, (p_D - p_L)^2 - v_D - v_L, where that exceeds
+            bias_sd^2: a decoy estimate the labels contradict loses its weight (module docstring).
+
+    Returns:
+        The settled figure, or None when no label falls in the kept set.
+    """
+    from scipy.stats import norm
+
+    if not 0.0 < confidence < 1.0 or bias_sd < 0:
+        raise ValueError(f"need confidence in (0, 1) and bias_sd >= 0, got {confidence} and {bias_sd}")
+    lab = stratified_precision(counts, confidence)
+    if lab is None:
+        return None
+    base = {
+        "confidence": confidence,
+        "n_labels": lab.n_labels,
+        "label_precision": lab.precision,
+        "label_low": lab.low,
+        "label_high": lab.high,
+    }
+    if prior_precision is None or prior_variance is None:
+        return SettledPrecision(lab.precision, lab.low, lab.high, prior_weight=0.0, method=METHOD_LABELS, **base)
+    vd = max(float(prior_variance), 0.0)
+    bias2 = bias_sd * bias_sd
+    if adaptive:
+        bias2 = max(bias2, (float(prior_precision) - lab.precision) ** 2 - vd - lab.variance)
+    v0 = vd + bias2
+    if v0 <= 0:
+        v0 = 1e-12
+    w0 = (1.0 / v0) / (1.0 / v0 + 1.0 / lab.variance)
+    p = w0 * float(prior_precision) + (1.0 - w0) * lab.precision
+    half = float(norm.ppf(0.5 + confidence / 2)) * math.sqrt(1.0 / (1.0 / v0 + 1.0 / lab.variance))
+    return SettledPrecision(p, max(0.0, p - half), min(1.0, p + half), prior_weight=w0, method=METHOD, **base)
