@@ -11,6 +11,7 @@ from typing import Any
 
 from ..models import Artefact, LanguagePairSetting, MiningRun, RunKind
 from .labels import label_model
+from .settled import settled_statement
 from .thresholds import run_threshold_info, scale_key
 
 PRECISION_KEY = "precision_estimate"  # services.precision.STATS_KEY (selectors do not import services)
@@ -45,9 +46,12 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
 
     Returns:
         ``{"threshold", "source", "source_label", "n_labels", "precision", "low", "high", "confidence",
-        "precision_method", "decoys", "reason"}``: `source` is "default" (label-free estimate), "calibrated"
-        (calibrated on `n_labels` labels), "run" (chosen by hand for the run), "export" (chosen by hand for this
-        export) or "none"; `precision`/`low`/`high` are None when `reason` says why no figure is stated.
+        "precision_method", "decoys", "reason", "checked"}``: `source` is "default" (label-free estimate),
+        "calibrated" (calibrated on `n_labels` labels), "run" (chosen by hand for the run), "export" (chosen by hand
+        for this export) or "none"; `precision`/`low`/`high` are the label-free figure, None when `reason` says why
+        no figure is stated; `checked` is the figure settled by reviewers' labels of randomly drawn kept pairs
+        (``settled.settled_statement``: its `precision`, `low`, `high`, `n_labels`, `source_label` "checked with N
+        labels", ...), None when no such label exists.
     """
     value, source, detail = _threshold(run)
     n_labels = _calibration_labels(run) if source == "calibrated" else None
@@ -72,6 +76,7 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
         "precision_method": None,
         "decoys": None,
         "reason": "",
+        "checked": None,
     }
     est = (run.stats or {}).get(PRECISION_KEY)
     if run.kind != RunKind.SENTENCE:
@@ -96,6 +101,8 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
             precision_method=est.get("method"),
             decoys=est.get("decoys"),
         )
+    if run.kind == RunKind.SENTENCE and value is not None:
+        out["checked"] = settled_statement(run, threshold=value, estimate=est if out["precision"] is not None else None)
     if source == "calibrated" and detail.get("target_precision") is not None:
         out["target_precision"] = detail["target_precision"]
     return out
@@ -120,6 +127,12 @@ def statement_line(statement: dict[str, Any]) -> str:
         )
     else:
         parts.append("precision=none; reason=" + statement["reason"].encode("ascii", "replace").decode())
+    checked = statement.get("checked")
+    if checked:
+        parts.append(
+            f"checked={checked['precision']:.4f}; checked_interval={checked['low']:.4f}-{checked['high']:.4f}; "
+            f"checked_labels={checked['n_labels']}; checked_method={checked['method']}"
+        )
     return "; ".join(parts)
 
 
