@@ -8,14 +8,15 @@ here on arrays), three stated figures against the measured precision of the kept
 
 * "labels": the stratified mean of the labels (``core.precision_labels.stratified_precision``), Wilson interval on the
   design's effective size;
-* "settled": the labels with the target-decoy estimate (decoys from the case's disjoint collection) as a prior whose
-  width is its counting noise plus a bias spread ``bias_sd`` (``core.precision_labels.settle_precision``), with
-  bias_sd measured leave-one-collection-out: for each collection (manuals, manuals-repeat, gimp, debref, catalogue,
-  each in every language) in turn, from the decoy estimate's errors on the other four (``bias_sd_from_errors``), and
-  the figures reported on the held-out one;
-* "settled-grid": the same with bias_sd chosen on the other four from a grid (0-15 points) for the largest share of
-  case x draw within 3 points (mean over the budgets);
-* "fixed": "settled" without the adaptive widening (the prior keeps the width bias_sd whatever the labels say).
+* "fixed": the labels with the target-decoy estimate (decoys from the case's disjoint collection) as a prior whose
+  width is its counting noise plus a bias spread ``bias_sd`` (``core.precision_labels.settle_precision``, trust 1),
+  with bias_sd measured leave-one-collection-out: for each collection (manuals, manuals-repeat, gimp, debref,
+  catalogue, each in every language) in turn, from the decoy estimate's errors on the other four
+  (``bias_sd_from_errors``), and the figures reported on the held-out one;
+* "mixture": the same prior held with probability `trust` only, else the labels alone (``settle_precision``'s
+  mixture), bias_sd and trust chosen on the other four collections from a grid: the largest share of case x draw
+  within 3 points (over the budgets) among the pairs whose interval covers the measured precision in at least 90 %
+  of case x draw there (``loco_constants``).
 
 Also the threshold's F1 after n labels: "bands", the label-free threshold raised past each of the lowest kept score
 bands whose labelled GOOD rate (the same labels) is below half the label-free estimate of the best F1 (a pair adds to
@@ -38,6 +39,7 @@ from mining.core.precision_labels import (
     BandCounts,
     bias_sd_from_errors,
     decoy_variance,
+    proportional_allocation,
     settle_precision,
     stratified_precision,
 )
@@ -45,17 +47,25 @@ from mining.core.threshold import best_f1_threshold, sweep
 
 BUDGETS = (25, 50, 100, 200)
 BANDS = 5
-GRID = tuple(x / 100 for x in range(16))
-METHODS = ("labels", "settled", "settled-grid", "fixed")
+BIAS_GRID = (0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08)
+TRUST_GRID = (0.5, 0.8, 0.9, 0.95, 0.99, 1.0)
+COVERAGE = 0.9  # the issue's target: the interval covers the measured precision in 9 cases of 10
+METHODS = ("labels", "fixed", "mixture")
 
 
-def banded_sample(scores: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def banded_sample(
+    scores: np.ndarray, n: int, rng: np.random.Generator, allocation: str = "equal"
+) -> tuple[np.ndarray, np.ndarray]:
     """(rows drawn, their band): `BANDS` equal-width score bands over `scores`, n // BANDS drawn uniformly from each
-    (all of a band that holds fewer), as the app's kept-set sampler does in SQL."""
+    (all of a band that holds fewer), as the app's kept-set sampler does in SQL; "proportional": n * (band's share),
+    at least 1 a band."""
     lo, hi = float(scores.min()), float(scores.max()) + 1e-9
     band = np.minimum(((scores - lo) / (hi - lo) * BANDS).astype(int), BANDS - 1)
-    per = max(1, n // BANDS)
-    rows = np.concatenate([rng.permutation(np.flatnonzero(band == b))[:per] for b in range(BANDS)])
+    if allocation == "proportional":
+        per = proportional_allocation(np.bincount(band, minlength=BANDS), n)
+    else:
+        per = np.full(BANDS, max(1, n // BANDS))
+    rows = np.concatenate([rng.permutation(np.flatnonzero(band == b))[: per[b]] for b in range(BANDS)])
     return rows, band[rows]
 
 
@@ -139,14 +149,14 @@ def case_run(case, usem, args) -> CaseRun:
         out.counts[n], out.f1_bands[n] = [], []
         for d in range(args.draws):
             rng = np.random.default_rng(1000 * d + n)
-            rows, strata = banded_sample(ks, n, rng)
+            rows, strata = banded_sample(ks, n, rng, args.allocation)
             out.counts[n].append(BandCounts.from_scores(ks, ks[rows], kg[rows].astype(float), bands=BANDS))
             tb = band_threshold(ks, strata, kg[rows], t0, mixture.estimated_f1)
             out.f1_bands[n].append(f1_at(real.score, gold, len(b.gold), tb))
     return out
 
 
-def figures(c: CaseRun, n: int, method: str, bias_sd: float) -> np.ndarray:
+def figures(c: CaseRun, n: int, method: str, bias_sd: float, trust: float = 1.0) -> np.ndarray:
     """(draws, 3): stated precision, low, high of every draw at budget n."""
     rows = []
     for counts in c.counts[n]:
@@ -159,25 +169,34 @@ def figures(c: CaseRun, n: int, method: str, bias_sd: float) -> np.ndarray:
                 prior_precision=c.prior,
                 prior_variance=c.prior_var,
                 bias_sd=bias_sd,
-                adaptive=method != "fixed",
+                trust=trust if method == "mixture" else 1.0,
             )
             rows.append((s.precision, s.low, s.high))
     return np.array(rows)
 
 
-def within3(cases: list[CaseRun], method: str, bias_sd: float, budgets=BUDGETS) -> float:
-    hits = [
-        np.abs(figures(c, n, method, bias_sd)[:, 0] - c.measured) <= 0.03 for c in cases if c.counts for n in budgets
-    ]
-    return float(np.mean(np.concatenate(hits))) if hits else float("nan")
+def scores(cases: list[CaseRun], method: str, bias_sd: float, trust: float) -> tuple[float, float]:
+    """(share of case x draw x budget within 3 points, share whose interval covers the measured precision)."""
+    hits, covers = [], []
+    for c in cases:
+        for n in BUDGETS if c.counts else ():
+            f = figures(c, n, method, bias_sd, trust)
+            hits.append(np.abs(f[:, 0] - c.measured) <= 0.03)
+            covers.append((f[:, 1] - 1e-9 <= c.measured) & (c.measured <= f[:, 2] + 1e-9))
+    return float(np.mean(np.concatenate(hits))), float(np.mean(np.concatenate(covers)))
 
 
-def loco_bias_sd(train: list[CaseRun]) -> tuple[float, float]:
-    """(moment bias_sd, grid bias_sd) measured on the training collections' cases."""
+def loco_constants(train: list[CaseRun]) -> dict[str, tuple[float, float]]:
+    """(bias_sd, trust) per method, measured on the training collections' cases. "fixed": bias_sd from the decoy
+    estimate's errors (``bias_sd_from_errors``), trust 1. "mixture": the (bias_sd, trust) of the grid with the largest
+    share within 3 points among those whose interval covers the measured precision in at least COVERAGE of case x
+    draw x budget (the most covering when none does; ties: the wider prior, the larger trust)."""
     ok = [c for c in train if c.prior is not None]
     moment = bias_sd_from_errors(np.array([c.prior - c.measured for c in ok]), np.array([c.prior_var for c in ok]))
-    grid = max(GRID, key=lambda s: (within3(train, "settled", s), -s))
-    return moment, grid
+    graded = {(sd, t): scores(train, "mixture", sd, t) for sd in BIAS_GRID for t in TRUST_GRID}
+    honest = [k for k, (_, cov) in graded.items() if cov >= COVERAGE]
+    best = max(honest, key=lambda k: (graded[k][0], k)) if honest else max(graded, key=lambda k: (graded[k][1], k))
+    return {"labels": (0.0, 1.0), "fixed": (moment, 1.0), "mixture": best}
 
 
 def run(args) -> None:
@@ -201,17 +220,19 @@ def run(args) -> None:
     # Leave one collection out: bias_sd from the other collections' cases, figures on the held-out one's.
     chosen: dict[str, tuple[float, float]] = {}
     for held in collections:
-        chosen[held] = loco_bias_sd([c for c in runs if c.collection != held])
+        chosen[held] = loco_constants([c for c in runs if c.collection != held])
         print(
-            f"held out {held:<15} bias_sd: moment {100 * chosen[held][0]:.1f} points, grid {100 * chosen[held][1]:.0f}"
+            f"held out {held:<15} fixed: bias_sd {100 * chosen[held]['fixed'][0]:.1f} points; mixture: bias_sd "
+            f"{100 * chosen[held]['mixture'][0]:.0f} points, trust {chosen[held]['mixture'][1]:g}",
+            flush=True,
         )
-    all_moment, all_grid = loco_bias_sd(runs)
-    print(f"on every collection (the app's constant): moment {100 * all_moment:.1f} points, grid {100 * all_grid:.0f}")
+    every = loco_constants(runs)
+    print(
+        f"on every collection (the app's constants): fixed: bias_sd {100 * every['fixed'][0]:.1f} points; mixture: "
+        f"bias_sd {100 * every['mixture'][0]:.0f} points, trust {every['mixture'][1]:g}"
+    )
 
-    def sd(c: CaseRun, method: str) -> float:
-        return chosen[c.collection][1 if method == "settled-grid" else 0]
-
-    print(f"\n{'case':<24} {'n':>4} " + " ".join(f"{m + ' (within 3, covered)':>36}" for m in METHODS) + "  F1 bands")
+    print(f"\n{'case':<24} {'n':>4} " + " ".join(f"{m + ' (within 3, covered)':>33}" for m in METHODS) + "  F1 bands")
     share = {m: {n: [] for n in BUDGETS} for m in METHODS}
     cover = {m: {n: [] for n in BUDGETS} for m in METHODS}
     err = {m: {n: [] for n in BUDGETS} for m in METHODS}
@@ -221,7 +242,7 @@ def run(args) -> None:
         for n in BUDGETS:
             cells = []
             for m in METHODS:
-                f = figures(c, n, m, sd(c, m))
+                f = figures(c, n, m, *chosen[c.collection][m])
                 ok = np.abs(f[:, 0] - c.measured) <= 0.03
                 cov = (f[:, 1] - 1e-9 <= c.measured) & (c.measured <= f[:, 2] + 1e-9)
                 share[m][n].append(ok)
@@ -232,7 +253,7 @@ def run(args) -> None:
                     f"({ok.sum():>2}, {cov.sum():>2})/{len(ok)}"
                 )
             print(
-                f"{c.name:<24} {n:>4} " + " ".join(f"{x:>36}" for x in cells) + f"  {100 * np.mean(c.f1_bands[n]):5.1f}"
+                f"{c.name:<24} {n:>4} " + " ".join(f"{x:>33}" for x in cells) + f"  {100 * np.mean(c.f1_bands[n]):5.1f}"
             )
     n_cases = sum(bool(c.counts) for c in runs)
     print(

@@ -250,6 +250,12 @@ def main() -> None:
         default="disjoint",
         help="--precision: decoys from the disjoint collection, or shuffled target sentences (the fallback)",
     )
+    parser.add_argument(
+        "--allocation",
+        choices=("equal", "proportional"),
+        default="equal",
+        help="--precision: labels per kept band: equal (the one-click check's sampler) or proportional to its size",
+    )
     parser.add_argument("--precision-gold", type=int, default=1000, help="--precision: gold pairs per case")
     args = parser.parse_args()
     if args.precision:

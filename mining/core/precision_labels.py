@@ -19,10 +19,12 @@ labels as a measurement N(p, v_L), the settled figure is the posterior
 
     p = (p_D / v_0 + p_L / v_L) / (1 / v_0 + 1 / v_L),   v = 1 / (1 / v_0 + 1 / v_L),   v_0 = v_D + bias_sd^2,
 
-with the interval p +- z sqrt(v) clipped to [0, 1]. Few labels lean on the decoys; many labels outweigh them. A decoy
-estimate far from what the labels say loses its weight (``adaptive``): the bias spread used for this run is the larger
-of bias_sd^2 and the disagreement beyond both noises, (p_D - p_L)^2 - v_D - v_L (an empirical-Bayes estimate of this
-run's own bias). Without a decoy estimate
+with the interval p +- z sqrt(v) clipped to [0, 1]. Few labels lean on the decoys; many labels outweigh them. The
+decoys may also simply be wrong for this collection (their bias far beyond bias_sd: a catalogue whose wrong pairs the
+decoys do not imitate). So the prior is a mixture: with probability `trust` the decoy estimate holds as above, else it
+says nothing (a uniform prior: the labels alone). The labels weigh the two by how likely they make each, the normal
+density of p_L under N(p_D, v_0 + v_L) against 1, and the figure is the posterior mean of the mixture, its interval
+p +- z sqrt(the mixture's variance). Without a decoy estimate
 the figure is the labels' alone (interval: Wilson on the design's effective size p_L (1 - p_L) / v_L).
 
 Labels outside the kept set's score range are ignored; a band with no label is merged into its nearest labelled
@@ -46,6 +48,7 @@ CONFIDENCE = 0.95
 # is the fallback's measured errors on the same collections (docs/BENCHMARKS.md, "Precision a user can trust").
 BIAS_SD_DISJOINT = 0.035
 BIAS_SD_SHUFFLED = 0.12
+TRUST = 0.9  # the prior probability that the decoy estimate holds: measured with BIAS_SD_* (see there)
 METHOD = "labels + decoys"
 METHOD_LABELS = "labels"
 
@@ -65,6 +68,31 @@ def score_bands(scores: np.ndarray, lo: float, hi: float, bands: int = BANDS) ->
         raise ValueError(f"need 1-d scores, bands >= 1 and lo < hi; got shape {s.shape}, {bands}, [{lo}, {hi})")
     band = np.floor((s - lo) / (hi - lo) * bands).astype(np.int64)
     return np.where((s >= lo) & (s < hi), np.clip(band, 0, bands - 1), -1)
+
+
+def proportional_allocation(sizes: np.ndarray, n: int) -> np.ndarray:
+    """Labels to draw from each band: n in proportion to the bands' sizes (rounded), at least 1 from a band that
+    holds pairs, never more than it holds.
+
+    Proportional allocation, not equal: the kept set's equal-width score bands differ in size by an order of
+    magnitude, and n / bands labels a band then weigh very unequally in the stratified mean, which inflates its
+    variance (bench/feedback_loop.py --precision: 100 labels, RMS error 5.0 points with equal allocation, 3.0 with
+    proportional).
+
+    Args:
+        sizes: (B,) int pairs per band; n: labels wanted, >= 0.
+
+    Returns:
+        (B,) int64 labels per band.
+    """
+    sz = np.asarray(sizes, dtype=np.int64)
+    if sz.ndim != 1 or np.any(sz < 0) or n < 0:
+        raise ValueError(f"need 1-d non-negative sizes and n >= 0, got shape {sz.shape} and n = {n}")
+    total = int(sz.sum())
+    if total == 0 or n == 0:
+        return np.zeros_like(sz)
+    per = np.maximum(1, np.round(n * sz / total)).astype(np.int64)
+    return np.minimum(np.where(sz > 0, per, 0), sz)
 
 
 @dataclass(frozen=True)
@@ -219,8 +247,8 @@ def settle_precision(
     prior_precision: float | None = None,
     prior_variance: float | None = None,
     bias_sd: float = BIAS_SD_DISJOINT,
+    trust: float = TRUST,
     confidence: float = CONFIDENCE,
-    adaptive: bool = True,
 ) -> SettledPrecision | None:
     """The kept set's precision from its labels and, when given, the decoy estimate as a prior (module docstring).
 
@@ -229,17 +257,19 @@ def settle_precision(
         prior_precision: the decoy estimate (None: labels alone); prior_variance: its counting variance
             (``decoy_variance``).
         bias_sd: the decoy estimate's bias spread beyond its counting noise (precision units, >= 0).
+        trust: the prior probability that the decoy estimate holds (bias within bias_sd), in (0, 1]; the rest
+            goes to "it does not" (labels alone). 1: the decoys are always believed.
         confidence: the interval's coverage, in (0, 1).
-        adaptive: widen the prior to the disagreement the labels show, (p_D - p_L)^2 - v_D - v_L, where that exceeds
-            bias_sd^2: a decoy estimate the labels contradict loses its weight (module docstring).
 
     Returns:
         The settled figure, or None when no label falls in the kept set.
     """
     from scipy.stats import norm
 
-    if not 0.0 < confidence < 1.0 or bias_sd < 0:
-        raise ValueError(f"need confidence in (0, 1) and bias_sd >= 0, got {confidence} and {bias_sd}")
+    if not 0.0 < confidence < 1.0 or bias_sd < 0 or not 0.0 < trust <= 1.0:
+        raise ValueError(
+            f"need confidence in (0, 1), bias_sd >= 0, trust in (0, 1]; got {confidence}, {bias_sd}, {trust}"
+        )
     lab = stratified_precision(counts, confidence)
     if lab is None:
         return None
@@ -252,14 +282,14 @@ def settle_precision(
     }
     if prior_precision is None or prior_variance is None:
         return SettledPrecision(lab.precision, lab.low, lab.high, prior_weight=0.0, method=METHOD_LABELS, **base)
-    vd = max(float(prior_variance), 0.0)
-    bias2 = bias_sd * bias_sd
-    if adaptive:
-        bias2 = max(bias2, (float(prior_precision) - lab.precision) ** 2 - vd - lab.variance)
-    v0 = vd + bias2
-    if v0 <= 0:
-        v0 = 1e-12
-    w0 = (1.0 / v0) / (1.0 / v0 + 1.0 / lab.variance)
-    p = w0 * float(prior_precision) + (1.0 - w0) * lab.precision
-    half = float(norm.ppf(0.5 + confidence / 2)) * math.sqrt(1.0 / (1.0 / v0 + 1.0 / lab.variance))
-    return SettledPrecision(p, max(0.0, p - half), min(1.0, p + half), prior_weight=w0, method=METHOD, **base)
+    pd, vl = float(prior_precision), lab.variance
+    v0 = max(max(float(prior_variance), 0.0) + bias_sd * bias_sd, 1e-12)
+    w0 = (1.0 / v0) / (1.0 / v0 + 1.0 / vl)
+    m1, v1 = w0 * pd + (1.0 - w0) * lab.precision, 1.0 / (1.0 / v0 + 1.0 / vl)
+    # how likely the labels' figure is if the decoys hold (normal) or if they do not (uniform on [0, 1]: density 1)
+    holds = trust * float(norm.pdf(lab.precision, loc=pd, scale=math.sqrt(v0 + vl)))
+    w1 = holds / (holds + (1.0 - trust))
+    p = w1 * m1 + (1.0 - w1) * lab.precision
+    var = w1 * (v1 + m1 * m1) + (1.0 - w1) * (vl + lab.precision**2) - p * p
+    half = float(norm.ppf(0.5 + confidence / 2)) * math.sqrt(max(var, 0.0))
+    return SettledPrecision(p, max(0.0, p - half), min(1.0, p + half), prior_weight=w1 * w0, method=METHOD, **base)

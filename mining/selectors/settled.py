@@ -4,8 +4,9 @@ those are, ``labels.random_sample_filter``) with the label-free decoy estimate a
 the exports show it, with its source ("checked with N labels"), beside the label-free figure
 (``precision.threshold_statement``).
 
-Two queries: the kept set's score range and band sizes (``width_bucket``, as the kept-set sampler cuts its bands),
-and the labelled kept pairs with their GOOD share (a pair labelled by several reviewers counts its share of GOOD).
+Three queries: the kept set's score range and band sizes (``samples.kept_band_sizes``, as the kept-set sampler cuts
+its bands), and the labelled kept pairs with their GOOD share (a pair labelled by several reviewers counts its share
+of GOOD).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from django.db import connection
 from django.db.models import Avg, Case, FloatField, Value, When
 
 from ..core.precision_labels import (
@@ -25,33 +25,11 @@ from ..core.precision_labels import (
     score_bands,
     settle_precision,
 )
-from ..models import MiningRun, SentencePairCandidate, Verdict
+from ..models import MiningRun, Verdict
+from . import samples
 from .labels import label_model, random_sample_filter
 
-CANDIDATES = SentencePairCandidate._meta.db_table
 SHUFFLED = "shuffled"  # how core.precision's fallback decoys are described ("... with their words shuffled")
-
-
-def _kept_bands(run: MiningRun, threshold: float, bands: int) -> tuple[float, float, np.ndarray] | None:
-    """(lo, hi, band sizes) of the kept set (past the pre-filters, score >= threshold); None when it is empty."""
-    with connection.cursor() as cur:
-        cur.execute(
-            f"SELECT min(score), max(score) FROM {CANDIDATES} WHERE run_id = %s AND filter_reason = '' AND score >= %s",
-            [run.pk, threshold],
-        )
-        lo, hi = cur.fetchone()
-        if lo is None:
-            return None
-        hi = float(hi) + 1e-9
-        cur.execute(
-            f"SELECT width_bucket(score, %s, %s, %s) - 1 AS band, count(*) FROM {CANDIDATES} "
-            "WHERE run_id = %s AND filter_reason = '' AND score >= %s GROUP BY band",
-            [lo, hi, bands, run.pk, threshold],
-        )
-        sizes = np.zeros(bands, dtype=np.int64)
-        for band, n in cur.fetchall():
-            sizes[min(max(int(band), 0), bands - 1)] += int(n)
-    return float(lo), hi, sizes
 
 
 def _labelled(run: MiningRun, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -92,10 +70,10 @@ def settled_statement(run: MiningRun, *, threshold: float, estimate: dict[str, A
     scores, good = _labelled(run, threshold)
     if scores.size == 0:
         return None
-    kept = _kept_bands(run, threshold, BANDS)
+    kept = samples.kept_band_sizes(run=run, threshold=threshold, bands=BANDS)
     if kept is None:
         return None
-    lo, hi, sizes = kept
+    lo, hi, sizes = kept[0], kept[1], np.asarray(kept[2], dtype=np.int64)
     band = score_bands(scores, lo, hi, BANDS)
     inside = band >= 0
     counts = BandCounts(

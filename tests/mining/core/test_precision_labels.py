@@ -57,7 +57,7 @@ def test_no_label_in_the_kept_set_gives_none():
 def test_settled_is_the_precision_weighted_mean_of_decoys_and_labels():
     c = BandCounts(np.array([10, 30]), np.array([5, 10]), np.array([5.0, 5.0]))
     lab = stratified_precision(c)
-    s = settle_precision(c, prior_precision=0.8, prior_variance=0.0004, bias_sd=0.03, adaptive=False)
+    s = settle_precision(c, prior_precision=0.8, prior_variance=0.0004, bias_sd=0.03, trust=1.0)
     v0 = 0.0004 + 0.03**2
     w0 = (1 / v0) / (1 / v0 + 1 / lab.variance)
     assert s.method == METHOD
@@ -68,18 +68,24 @@ def test_settled_is_the_precision_weighted_mean_of_decoys_and_labels():
     assert s.label_precision == pytest.approx(0.625)
 
 
-def test_a_prior_the_labels_contradict_is_widened_to_the_disagreement():
+def test_the_labels_weigh_whether_the_decoys_hold():
     c = BandCounts(np.array([10, 30]), np.array([5, 10]), np.array([5.0, 5.0]))
-    lab = stratified_precision(c)
-    s = settle_precision(c, prior_precision=0.8, prior_variance=0.0004, bias_sd=0.03)
-    v0 = 0.0004 + (0.8 - 0.625) ** 2 - 0.0004 - lab.variance  # wider than 0.03^2: the labels say 0.625
-    w0 = (1 / v0) / (1 / v0 + 1 / lab.variance)
-    assert s.prior_weight == pytest.approx(w0) and w0 < 0.4
-    assert s.precision == pytest.approx(w0 * 0.8 + (1 - w0) * 0.625)
-    close = settle_precision(c, prior_precision=0.63, prior_variance=0.0004, bias_sd=0.03)
-    assert close.prior_weight == pytest.approx(
-        settle_precision(c, prior_precision=0.63, prior_variance=0.0004, bias_sd=0.03, adaptive=False).prior_weight
-    )
+    lab = stratified_precision(c)  # 0.625
+    fixed = settle_precision(c, prior_precision=0.8, prior_variance=0.0004, bias_sd=0.03, trust=1.0)
+    s = settle_precision(c, prior_precision=0.8, prior_variance=0.0004, bias_sd=0.03, trust=0.9)
+    v0 = 0.0004 + 0.03**2
+    sd = math.sqrt(v0 + lab.variance)
+    holds = 0.9 * math.exp(-0.5 * ((0.625 - 0.8) / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
+    w1 = holds / (holds + 0.1)
+    assert s.precision == pytest.approx(w1 * fixed.precision + (1 - w1) * 0.625)
+    assert s.prior_weight == pytest.approx(w1 * fixed.prior_weight)
+    var = w1 * (1 / (1 / v0 + 1 / lab.variance) + fixed.precision**2)
+    var += (1 - w1) * (lab.variance + 0.625**2) - s.precision**2
+    assert s.high - s.low == pytest.approx(2 * 1.959964 * math.sqrt(var), abs=1e-5)
+    # labels that agree with the decoys: the mixture barely differs from believing them
+    agree = settle_precision(c, prior_precision=0.63, prior_variance=0.0004, bias_sd=0.03, trust=0.9)
+    believed = settle_precision(c, prior_precision=0.63, prior_variance=0.0004, bias_sd=0.03, trust=1.0)
+    assert agree.precision == pytest.approx(believed.precision, abs=0.002)
 
 
 def test_many_labels_outweigh_the_decoys_and_none_means_labels_alone():
@@ -105,5 +111,7 @@ def test_bad_input_raises():
         BandCounts(np.array([1]), np.array([2]), np.array([0.0]))
     with pytest.raises(ValueError):
         settle_precision(BandCounts(np.array([5]), np.array([2]), np.array([1.0])), bias_sd=-1)
+    with pytest.raises(ValueError):
+        settle_precision(BandCounts(np.array([5]), np.array([2]), np.array([1.0])), trust=0.0)
     with pytest.raises(ValueError):
         score_bands(np.array([0.5]), 1.0, 1.0)

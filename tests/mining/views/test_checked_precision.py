@@ -17,6 +17,7 @@ from annotation.services import check_estimate_campaign
 from mining.core.precision_labels import BIAS_SD_DISJOINT, BandCounts, decoy_variance, settle_precision
 from mining.models import SentencePairCandidate
 from mining.selectors.precision import statement_line, threshold_statement
+from tests.factories.mining import make_run
 from tests.mining.views.test_precision_statement import ESTIMATE, _run
 
 pytestmark = pytest.mark.django_db
@@ -125,3 +126,23 @@ def test_no_random_label_no_checked_figure(staff_user):
     got = threshold_statement(run)
     assert got["checked"] is None
     assert "checked=" not in statement_line(got)
+
+
+def test_the_check_draws_in_proportion_to_the_bands(staff_user):
+    # 300 kept pairs (no pre-filter rejection), most of them just above the threshold
+    scores = (
+        [1.0 + 0.001 * i for i in range(200)]
+        + [1.2 + 0.003 * i for i in range(60)]
+        + [1.4 + 0.01 * i for i in range(20)]
+        + [1.6 + 0.02 * i for i in range(10)]
+        + [1.8 + 0.019 * i for i in range(10)]
+    )
+    run = make_run(300, scores=sorted(scores, reverse=True))
+    run.stats = {"default_threshold": {"threshold": 1.0, "method": "mixture"}, "precision_estimate": ESTIMATE}
+    run.save()
+    campaign = check_estimate_campaign(run=run, user=staff_user)
+    items = CampaignItem.objects.filter(campaign=campaign)
+    per_band = [items.filter(stratum=b).count() for b in range(5)]
+    sizes = [items.filter(stratum=b).values_list("stratum_size", flat=True).first() for b in range(5)]
+    assert sizes == [195, 65, 19, 10, 11]  # the kept set 1.0-1.971 in five bands 0.1942 wide
+    assert per_band == [32, 11, 3, 2, 2]  # 50 x size / 300 rounded (32.5 to even), at least 1
