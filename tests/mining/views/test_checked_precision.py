@@ -146,3 +146,16 @@ def test_the_check_draws_in_proportion_to_the_bands(staff_user):
     sizes = [items.filter(stratum=b).values_list("stratum_size", flat=True).first() for b in range(5)]
     assert sizes == [195, 65, 19, 10, 11]  # the kept set 1.0-1.971 in five bands 0.1942 wide
     assert per_band == [32, 11, 3, 2, 2]  # 50 x size / 300 rounded (32.5 to even), at least 1
+
+
+def test_a_pair_labelled_twice_counts_its_share_of_good(staff_user, reviewer_user):
+    run = _run(precision_estimate=ESTIMATE)
+    campaign = check_estimate_campaign(run=run, user=staff_user)
+    items = list(CampaignItem.objects.filter(campaign=campaign).select_related("sentence_pair", "campaign"))
+    for item in items:
+        _label(item, staff_user)
+    top = max(items, key=lambda i: i.sentence_pair.score)  # GOOD by the first reviewer
+    _label(top, reviewer_user, Verdict.BAD)
+    checked = threshold_statement(run)["checked"]
+    assert checked["n_labels"] == 44  # pairs, not labels
+    assert checked["precision"] == pytest.approx((19 - 0.5) / 44, abs=1e-4)
