@@ -22,9 +22,15 @@ class AnnotationConfig(AppConfig):
 
     def ready(self) -> None:
         """Give mining's results the reviewers' labels (mining never imports this app: it asks a provider)."""
+        from django.db.models import Q
+
         from mining.selectors.labels import provide_label_model
 
-        from .models import Label
+        from .models import Label, Sampler
 
-        provide_label_model(Label)
+        # Labels of campaign items drawn at random over the run (uniform) or over its kept set (the one-click check)
+        # may settle the run's stated precision; controls, pairs near a threshold or picked by uncertainty may not.
+        provide_label_model(
+            Label, random_sample=Q(item__sampler__in=[Sampler.KEPT, Sampler.UNIFORM], item__is_control=False)
+        )
         post_migrate.connect(_ensure_reviewers_group, sender=self, dispatch_uid="annotation-reviewers-group")

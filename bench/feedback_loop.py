@@ -243,7 +243,20 @@ def main() -> None:
         "--collections", default="manuals,manuals-repeat,gimp,debref,catalogue", help="--precision: collections"
     )
     parser.add_argument("--distractors", type=int, default=4000, help="--precision: distractors a side")
-    parser.add_argument("--draws", type=int, default=5, help="--precision: label draws per budget")
+    parser.add_argument("--draws", type=int, default=20, help="--precision: label draws per budget")
+    parser.add_argument(
+        "--decoys",
+        choices=("disjoint", "shuffled"),
+        default="disjoint",
+        help="--precision: decoys from the disjoint collection, or shuffled target sentences (the fallback)",
+    )
+    parser.add_argument(
+        "--allocation",
+        choices=("equal", "proportional"),
+        default="proportional",
+        help="--precision: labels per kept band: proportional to its size (the one-click check's sampler) or equal "
+        "(its sampler before)",
+    )
     parser.add_argument("--precision-gold", type=int, default=1000, help="--precision: gold pairs per case")
     args = parser.parse_args()
     if args.precision:

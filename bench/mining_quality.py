@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from _bucc_data import TEST_ORIGINS, TRAIN_ORIGINS, datasets, split_pages, test_set  # noqa: E402
-from _unsupervised_quality import unsupervised  # noqa: E402
+from _unsupervised_quality import BASE_F1, DAN_WEIGHT_RESULTS, dan_weight_loco, unsupervised  # noqa: E402
 
 from mining.core.candidates import Strategy, mine_candidates  # noqa: E402
 from mining.core.encoders.adapter import AdapterConfig, train_adapter  # noqa: E402
@@ -205,6 +205,12 @@ def main() -> None:
         default=SelfTrainConfig().dan_weight,
         help="the self-trained subword DAN's share of the combined cosine",
     )
+    parser.add_argument(
+        "--self-train-dan-weights",
+        default="",
+        help="also the self-trained encoder at each of these DAN weights (the DAN trained once), and the weight "
+        "chosen leave-one-pair-out, e.g. 0.2,0.3,0.4,0.5",
+    )
     args = parser.parse_args()
     if args.quick:
         args.gold, args.distractors, args.epochs, args.hard_epochs, args.max_train = 300, 1200, 1, 1, 20000
@@ -299,6 +305,9 @@ def main() -> None:
     if unsup:
         print("\n== without gold pairs (issue 19) ==")
         print("\n".join(unsup))
+    if DAN_WEIGHT_RESULTS:
+        print("\n== the self-trained DAN's weight, chosen leave-one-pair-out (best mean F1 gain on the other pairs) ==")
+        print("\n".join(dan_weight_loco(BASE_F1)))
     if args.unsupervised_only:
         return
     print("\n== summary: best configuration per encoder ==")

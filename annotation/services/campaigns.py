@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Max, Min
 
 from mining.core.calibration.estimates import uncertain_sample
+from mining.core.precision_labels import proportional_allocation
 from mining.models import (
     GoldSentencePair,
     MiningRun,
@@ -63,16 +64,15 @@ def _sample_ids(run: MiningRun, spec: CampaignSpec) -> list[tuple[int, int, int]
 def _kept_ids(run: MiningRun, n: int, seed: int, threshold: float | None, bands: int) -> list[tuple[int, int, int]]:
     """(candidate id, band, band size) of a sample stratified over the run's kept set: the pairs that passed the
     pre-filters and score at least `threshold`, cut into `bands` equal score bands from the threshold to the top,
-    n // bands drawn from each (seeded), so that the labels, weighted by band size over labels drawn, estimate the
-    kept set's precision."""
-    kept = SentencePairCandidate.objects.filter(run=run, filter_reason="")
-    if threshold is not None:
-        kept = kept.filter(score__gte=threshold)
-    stats = kept.aggregate(lo=Min("score"), hi=Max("score"))
-    if stats["lo"] is None:
+    n drawn in proportion to the bands' sizes (at least one a band: ``core.precision_labels.proportional_allocation``;
+    equal allocation weighed the labels so unequally that 100 of them stated the precision to 5 points RMS against 3,
+    docs/BENCHMARKS.md), seeded, so that the labels, weighted by band size over labels drawn, estimate the kept set's
+    precision."""
+    kept = samples.kept_band_sizes(run=run, threshold=threshold, bands=bands)
+    if kept is None:
         return []
-    lo, hi = stats["lo"], stats["hi"] + 1e-9
-    per_band = max(1, n // bands)
+    lo, hi, sizes = kept
+    per_band = proportional_allocation(np.asarray(sizes, dtype=np.int64), n).tolist()
     return samples.ids_by_score_band(run=run, lo=lo, hi=hi, bands=bands, seed=seed, per_band=per_band, kept_only=True)
 
 
@@ -82,8 +82,9 @@ CHECK_BANDS = 5
 
 def check_estimate_campaign(*, run: MiningRun, user: Any) -> Campaign:
     """The one-click check of a run's stated precision: a campaign of CHECK_SAMPLE pairs drawn stratified over the
-    run's kept set (``Sampler.KEPT`` at the run's threshold), its creator as reviewer, so that its results page gives
-    the kept set's precision from labels beside the label-free estimate."""
+    run's kept set (``Sampler.KEPT`` at the run's threshold, in proportion to the score bands' sizes), its creator as
+    reviewer, so that its labels settle the precision the run states (``mining.selectors.settled``) and its results
+    page gives the kept set's precision from the labels beside the label-free estimate."""
     threshold = run_threshold(run)
     if run.kind != RunKind.SENTENCE or threshold is None:
         raise ReviewError(f"run {run.pk} states no precision to check (a sentence run with a threshold has one)")

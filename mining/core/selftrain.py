@@ -152,6 +152,7 @@ class SelfTrainResult:
     dan: DanEncoder | None = None
     dan_weight: float = 0.3
     dan_report: dict = field(default_factory=dict)
+    dan_trained: DanEncoder | None = None  # the DAN as trained, kept or not (a caller may judge other weights)
 
     def embed(
         self,
@@ -282,6 +283,7 @@ def self_train(
         dan=dan if dan_report["kept"] else None,
         dan_weight=config.dan_weight,
         dan_report=dan_report,
+        dan_trained=dan,
     )
 
 

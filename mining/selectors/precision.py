@@ -13,6 +13,7 @@ from django.db.models import Count
 
 from ..models import Artefact, Corpus, LanguagePairSetting, MiningRun, RunKind, Sentence
 from .labels import label_model
+from .settled import settled_statement
 from .thresholds import run_threshold_info, scale_key
 
 PRECISION_KEY = "precision_estimate"  # services.precision.STATS_KEY (selectors do not import services)
@@ -75,12 +76,16 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
 
     Returns:
         ``{"threshold", "source", "source_label", "n_labels", "precision", "low", "high", "confidence",
-        "precision_method", "decoys", "decoy_source", "systematic", "reason"}``: `decoy_source` is "given",
-        "picked" (the other corpus of the target language with the most sentences) or "fallback" (None for an
+        "precision_method", "decoys", "decoy_source", "systematic", "reason", "checked"}``: `decoy_source` is
+        "given", "picked" (the other corpus of the target language with the most sentences) or "fallback" (None for an
         estimate stored before it was recorded); `systematic` is the interval's share of the estimated wrong pairs
         added for the decoys' bias; `source` is "default" (label-free estimate), "calibrated"
         (calibrated on `n_labels` labels), "run" (chosen by hand for the run), "export" (chosen by hand for this
-        export) or "none"; `precision`/`low`/`high` are None when `reason` says why no figure is stated.
+        export) or "none"; `precision`/`low`/`high` are the label-free figure, None when `reason` says why no figure
+        is stated (the fallback decoys' figure is not stated); `checked` is the figure settled by reviewers' labels of
+        randomly drawn kept pairs (``settled.settled_statement``: its `precision`, `low`, `high`, `n_labels`,
+        `source_label` "checked with N labels", ...), with the stated label-free figure as its prior, None when no
+        such label exists.
     """
     value, source, detail = _threshold(run)
     n_labels = _calibration_labels(run) if source == "calibrated" else None
@@ -107,6 +112,7 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
         "decoy_source": None,
         "systematic": None,
         "reason": "",
+        "checked": None,
     }
     est = (run.stats or {}).get(PRECISION_KEY)
     if run.kind != RunKind.SENTENCE:
@@ -136,6 +142,8 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
             decoy_source=est.get("decoy_source"),
             systematic=est.get("systematic"),
         )
+    if run.kind == RunKind.SENTENCE and value is not None:
+        out["checked"] = settled_statement(run, threshold=value, estimate=est if out["precision"] is not None else None)
     if source == "calibrated" and detail.get("target_precision") is not None:
         out["target_precision"] = detail["target_precision"]
     return out
@@ -160,6 +168,12 @@ def statement_line(statement: dict[str, Any]) -> str:
         )
     else:
         parts.append("precision=none; reason=" + statement["reason"].encode("ascii", "replace").decode())
+    checked = statement.get("checked")
+    if checked:
+        parts.append(
+            f"checked={checked['precision']:.4f}; checked_interval={checked['low']:.4f}-{checked['high']:.4f}; "
+            f"checked_labels={checked['n_labels']}; checked_method={checked['method']}"
+        )
     return "; ".join(parts)
 
 

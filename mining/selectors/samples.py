@@ -37,12 +37,45 @@ def ids_seeded(*, run: MiningRun, seed: int, n: int) -> list[int]:
     )
 
 
+def kept_band_sizes(*, run: MiningRun, threshold: float | None, bands: int) -> tuple[float, float, list[int]] | None:
+    """(lo, hi, pairs per band) of the run's kept set (past the pre-filters, score >= threshold; every score when
+    None) cut into `bands` equal-width score bands over [lo, hi): its lowest score to just above its highest, as
+    ``ids_by_score_band`` cuts them; None when the kept set is empty."""
+    cond = "run_id = %s AND filter_reason = ''" + (" AND score >= %s" if threshold is not None else "")
+    args = [run.pk] + ([threshold] if threshold is not None else [])
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT min(score), max(score) FROM {CANDIDATES} WHERE {cond}", args)
+        lo, hi = cur.fetchone()
+        if lo is None:
+            return None
+        lo, hi = float(lo), float(hi) + 1e-9
+        cur.execute(
+            f"SELECT width_bucket(score, %s, %s, %s) - 1 AS band, count(*) FROM {CANDIDATES} WHERE {cond} "
+            "GROUP BY band",
+            [lo, hi, bands, *args],
+        )
+        sizes = [0] * bands
+        for band, n in cur.fetchall():
+            sizes[min(max(int(band), 0), bands - 1)] += int(n)
+    return lo, hi, sizes
+
+
 def ids_by_score_band(
-    *, run: MiningRun, lo: float, hi: float, bands: int, seed: int, per_band: int, kept_only: bool = False
+    *,
+    run: MiningRun,
+    lo: float,
+    hi: float,
+    bands: int,
+    seed: int,
+    per_band: int | Sequence[int],
+    kept_only: bool = False,
 ) -> list[tuple[int, int, int]]:
     """(candidate id, band, band size): up to `per_band` seeded draws from each of `bands` equal-width score bands
-    over [lo, hi), by band, then draw order. `kept_only`: only pairs that passed the pre-filters and score at least
-    `lo` (the kept set, when `lo` is its lowest score)."""
+    over [lo, hi) (one count for every band, or one per band), by band, then draw order. `kept_only`: only pairs that
+    passed the pre-filters and score at least `lo` (the kept set, when `lo` is its lowest score)."""
+    counts = [int(per_band)] * bands if isinstance(per_band, int) else [int(x) for x in per_band]
+    if len(counts) != bands:
+        raise ValueError(f"{len(counts)} counts for {bands} bands")
     kept = "AND filter_reason = '' AND score >= %s" if kept_only else ""
     with connection.cursor() as cur:
         cur.execute(
@@ -52,9 +85,10 @@ def ids_by_score_band(
                                                  ORDER BY md5(id::text || %s), id) AS k
                        FROM {CANDIDATES} WHERE run_id = %s {kept}),
                  sizes AS (SELECT band, count(*) AS size FROM b GROUP BY band)
-            SELECT b.id, b.band, sizes.size FROM b JOIN sizes USING (band) WHERE b.k <= %s ORDER BY b.band, b.k
+            SELECT b.id, b.band, sizes.size FROM b JOIN sizes USING (band)
+            WHERE b.k <= (%s::int[])[b.band + 1] ORDER BY b.band, b.k
             """,
-            [lo, hi, bands, lo, hi, bands, str(seed), run.pk, *([lo] if kept_only else []), per_band],
+            [lo, hi, bands, lo, hi, bands, str(seed), run.pk, *([lo] if kept_only else []), counts],
         )
         return [(int(r[0]), int(r[1]), int(r[2])) for r in cur.fetchall()]
 

@@ -182,6 +182,14 @@ def _statement_props(statement: dict[str, Any]) -> str:
         ]
     else:
         props.append(("x-precision-reason", statement["reason"]))
+    checked = statement.get("checked")
+    if checked:
+        props += [
+            ("x-precision-checked", f"{checked['precision']:.4f}"),
+            ("x-precision-checked-low", f"{checked['low']:.4f}"),
+            ("x-precision-checked-high", f"{checked['high']:.4f}"),
+            ("x-precision-checked-source", checked["source_label"]),
+        ]
     props.append(("x-statement", statement_json(statement)))
     return "".join(f'<prop type="{t}">{_xml(str(v))}</prop>' for t, v in props)
 

@@ -123,7 +123,7 @@ def test_run_page_states_it_to_staff_and_not_to_reviewers(staff_client, reviewer
     assert 'id="check-estimate"' in html  # no labels yet
     assert 'precision of the <span class="statement-kept">40</span> kept pairs' in html
     # the demo's check drew 43 pairs under a button saying 50 (walk): the page says how the pairs are drawn
-    assert "up to 50 pairs drawn over the kept set, 10 from each of 5 score bands (a band holding fewer" in html
+    assert "about 50 pairs drawn over the kept set's 5 score bands, each band giving labels in proportion" in html
     body = reviewer_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "run-statement" not in body and "90.0 %" not in body and "check-estimate" not in body
 
@@ -178,7 +178,7 @@ def test_one_click_check_creates_a_campaign_over_the_kept_set(staff_client, staf
     assert list(campaign.reviewers.all()) == [staff_user] and list(campaign.runs.all()) == [run]
     items = list(CampaignItem.objects.filter(campaign=campaign).select_related("sentence_pair"))
     kept = SentencePairCandidate.objects.filter(run=run, score__gte=1.05, filter_reason="")
-    assert 40 <= len(items) == kept.count()  # 10 per band: every kept pair here, the bands holding 8-10 each
+    assert 40 <= len(items) == kept.count()  # 50 in proportion to bands of 8-10 pairs: every kept pair here
     assert {i.sentence_pair_id for i in items} == set(kept.values_list("pk", flat=True))
     assert sum(i.stratum_size for i in items if i.stratum == 0) == sum(1 for i in items if i.stratum == 0) ** 2
 
