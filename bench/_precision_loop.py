@@ -9,8 +9,8 @@ before), three stated figures against the measured precision of the kept set:
 
 * "labels": the stratified mean of the labels (``core.precision_labels.stratified_precision``), Wilson interval on the
   design's effective size;
-* "fixed": the labels with the target-decoy estimate (decoys from the case's disjoint collection) as a prior whose
-  width is its counting noise plus a bias spread ``bias_sd`` (``core.precision_labels.settle_precision``, trust 1),
+* "fixed": the labels with the target-decoy estimate (the app's: _precision_cases.plan_estimate, PLAN_DISJOINT) as
+  a prior whose width is its counting noise plus a bias spread ``bias_sd`` (``core.precision_labels.settle_precision``, trust 1),
   with bias_sd measured leave-one-collection-out: for each collection (manuals, manuals-repeat, gimp, debref,
   catalogue, each in every language) in turn, from the decoy estimate's errors on the other four
   (``bias_sd_from_errors``), and the figures reported on the held-out one;
@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from _precision_cases import build_cases, encode_cached, gold_labels, mine
+from _precision_cases import build_cases, encode_cached, gold_labels, mine, plan_estimate
 
 from mining.core.calibration.estimates import stratum_weights
 from mining.core.decoys import sample_decoys, shuffled_decoys
@@ -123,14 +123,19 @@ def case_run(case, usem, args) -> CaseRun:
     mixture = default_threshold(real.score, real.mutual)
     t0 = mixture.threshold
     kept = real.score >= t0
-    both = mine(src, np.concatenate([tgt, dec]), b.src_texts, list(b.tgt_texts) + decoys, case.lang, Margin.RATIO, 4)
-    est = estimate_precision(
-        kept_scores=real.score,
-        decoy_scores=both.score[decoy_hits(both.tgt, len(b.tgt_texts))],
-        threshold=t0,
-        n_targets=len(b.tgt_texts),
-        n_decoys=len(decoys),
-    )
+    if args.decoys == "shuffled":  # plain count (the app states no figure from these: labels alone there)
+        both = mine(
+            src, np.concatenate([tgt, dec]), b.src_texts, list(b.tgt_texts) + decoys, case.lang, Margin.RATIO, 4
+        )
+        est = estimate_precision(
+            kept_scores=real.score,
+            decoy_scores=both.score[decoy_hits(both.tgt, len(b.tgt_texts))],
+            threshold=t0,
+            n_targets=len(b.tgt_texts),
+            n_decoys=len(decoys),
+        )
+    else:  # the app's estimate: PLAN_DISJOINT (near-copies cut, hits weighted, systematic width)
+        est = plan_estimate(usem, case, src, tgt, real, t0, Margin.RATIO, 4, seed=args.seed)
     var = (
         decoy_variance(decoy_hits=est.decoy_hits, n_kept=est.n_kept, n_targets=est.n_targets, n_decoys=est.n_decoys)
         if est.ok
