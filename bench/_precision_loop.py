@@ -10,9 +10,10 @@ before), three stated figures against the measured precision of the kept set:
 * "labels": the stratified mean of the labels (``core.precision_labels.stratified_precision``), Wilson interval on the
   design's effective size;
 * "fixed": the labels with the target-decoy estimate (the app's: _precision_cases.plan_estimate, PLAN_DISJOINT) as
-  a prior whose width is its counting noise plus a bias spread ``bias_sd`` (``core.precision_labels.settle_precision``, trust 1),
-  with bias_sd measured leave-one-collection-out: for each collection (manuals, manuals-repeat, gimp, debref,
-  catalogue, each in every language) in turn, from the decoy estimate's errors on the other four
+  a prior whose width is its counting noise plus a bias spread ``bias_sd``
+  (``core.precision_labels.settle_precision``, trust 1), with bias_sd measured leave-one-collection-out: for each
+  collection (manuals, manuals-repeat, gimp, debref, catalogue, each in every language) in turn, from the decoy
+  estimate's errors on the other four
   (``bias_sd_from_errors``), and the figures reported on the held-out one;
 * "mixture": the same prior held with probability `trust` only, else the labels alone (``settle_precision``'s
   mixture), bias_sd and trust chosen on the other four collections from a grid: the largest share of case x draw
