@@ -33,12 +33,18 @@ MIN_CANDIDATES = 50  # below this, a score distribution says nothing about where
 CLIP_QUANTILES = (0.01, 0.95)  # clip below / the most clipped above
 TRUE_TAIL_CLIP = 0.25  # share of the true component clipped at the top
 UNIMODAL_SHARE = 0.4  # null_posteriors: more scores than this below the false mode = no separate false bell
+# A mixture component narrower than this share of the clipped scores' spread is a fit to the point mass the top clip
+# makes (the true pairs' upper tail piled on one value), not a bell: on the 30 bench cases (bench/precision_estimate.py)
+# every real component was at least 0.22 of the spread, and the one degenerate fit 0.001 (Debian Reference en-de,
+# ratio k = 4, where 76 % of the mutual pairs are true: the cut kept 13 pairs, F1 10.7 against 87.0 at best).
+DEGENERATE_SHARE = 0.05
 
 
 class ThresholdMethod(enum.Enum):
     """How a label-free threshold was estimated."""
 
     MIXTURE = "mixture"
+    FALSE_BELL = "false-bell"  # the mixture's fit was degenerate: the false pairs' bell alone (null_posteriors)
 
 
 ASSUMPTIONS = {
@@ -47,6 +53,11 @@ ASSUMPTIONS = {
         "higher; the threshold is the one with the best F1 the fitted curves predict, and its precision is their "
         "prediction. Read it as an upper bound: on manual text it said 95-99 % where 75-96 % was measured against "
         "gold (the false pairs' scores have a longer upper tail than a bell)."
+    ),
+    ThresholdMethod.FALSE_BELL: (
+        "The two-bell fit collapsed onto the highest scores (most candidates here are true pairs), so the false "
+        "pairs' bell alone is read off the scores below its peak; the true pairs above a score are the candidates "
+        "above it less that bell's tail there, and the threshold is the one with the best F1 that predicts."
     ),
 }
 
@@ -194,11 +205,16 @@ def _prepared(
 
 
 def true_posteriors(
-    scores: np.ndarray, mutual: np.ndarray | None = None, *, clip: tuple[float, float] = CLIP_QUANTILES
+    scores: np.ndarray,
+    mutual: np.ndarray | None = None,
+    *,
+    clip: tuple[float, float] = CLIP_QUANTILES,
+    degenerate: list[bool] | None = None,
 ) -> np.ndarray:
     """Each candidate's expected truth under the mixture fitted to the mutual candidates (module docstring).
 
-    Args: as in ``default_threshold``.
+    Args: as in ``default_threshold``; `degenerate`: a list the fit appends to whether a component came out narrower
+    than DEGENERATE_SHARE of the scores' spread (a fit to the clip's point mass).
 
     Returns:
         (n,) float64 in [0, 1], in the order of ``scores``; 0 for one-sided candidates and non-finite scores, and
@@ -219,6 +235,9 @@ def true_posteriors(
             break
         top = new_top
     logger.debug("mixture: false %.4f +- %.4f, true %.4f +- %.4f (weight %.3f)", m0, s0, m1, s1, w1)
+    spread = float(np.std(np.clip(fit_on, lo, hi)))
+    if degenerate is not None:
+        degenerate.append(min(s0, s1) < DEGENERATE_SHARE * spread)
     order = np.argsort(-np.where(np.isfinite(s), s, -np.inf), kind="stable")
     x = np.clip(np.where(np.isfinite(s[order]), s[order], lo), lo, hi)
     p1 = w1 * _normal_pdf(x, m1, s1)
@@ -293,7 +312,9 @@ def default_threshold(
     *,
     clip: tuple[float, float] = CLIP_QUANTILES,
 ) -> DefaultThreshold:
-    """The label-free threshold of a run's candidates (method MIXTURE; see the module docstring).
+    """The label-free threshold of a run's candidates (method MIXTURE; see the module docstring). Where the mixture's
+    fit is degenerate (a component narrower than DEGENERATE_SHARE of the spread: the top clip's point mass, which a
+    corpus made mostly of true pairs produces), the false pairs' bell alone (``null_posteriors``, method FALSE_BELL).
 
     Works for every margin and k alike: it reads only the scores the run's margin gave its candidates.
 
@@ -306,8 +327,13 @@ def default_threshold(
     Raises:
         ValueError: fewer than MIN_CANDIDATES finite mutual scores, or arrays of different lengths.
     """
-    post = true_posteriors(scores, mutual, clip=clip)
+    degenerate: list[bool] = []
+    post = true_posteriors(scores, mutual, clip=clip, degenerate=degenerate)
+    method = ThresholdMethod.MIXTURE
+    if degenerate and degenerate[0]:
+        post, method = null_posteriors(scores, mutual), ThresholdMethod.FALSE_BELL
+        logger.info("label-free threshold: the mixture's fit was degenerate; the false pairs' bell alone is used")
     s = np.asarray(scores, dtype=np.float64)
     order = np.argsort(-np.where(np.isfinite(s), s, -np.inf), kind="stable")
     total_true = max(float(post.sum()), 1.0)
-    return _pick(ThresholdMethod.MIXTURE, s[order], np.cumsum(post[order]), total_true)
+    return _pick(method, s[order], np.cumsum(post[order]), total_true)

@@ -120,3 +120,26 @@ def test_to_dict_names_method_and_assumption() -> None:
         "n_candidates",
         "assumption",
     }
+
+
+def test_a_degenerate_mixture_fit_falls_back_to_the_false_pairs_bell(monkeypatch) -> None:
+    """A real run's scores (Debian Reference en-de, ratio k = 4) where 76 % of the mutual candidates are true pairs:
+    the mixture's true component collapses onto the top clip's point mass (it kept 13 pairs, F1 0.107 against 0.870
+    at best); the false pairs' bell alone keeps 178 with F1 0.863."""
+    import json
+    from pathlib import Path
+
+    import mining.core.default_threshold as dt
+
+    data = json.loads((Path(__file__).resolve().parents[2] / "data" / "debref-de-ratio4-scores.json").read_text())
+    scores, mutual, gold = np.array(data["score"]), np.array(data["mutual"]), np.array(data["gold"])
+    best = best_f1_threshold(scores, gold, n_positive=data["n_gold"])
+
+    got = default_threshold(scores, mutual)
+
+    f1, _ = _f1_at(scores, gold, got.threshold, data["n_gold"])
+    assert got.method is ThresholdMethod.FALSE_BELL and got.n_kept == 178
+    assert round(best.f1, 3) == 0.870 and round(f1, 3) == 0.863
+    monkeypatch.setattr(dt, "DEGENERATE_SHARE", 0.0)  # without the guard: the collapse
+    collapsed = default_threshold(scores, mutual)
+    assert collapsed.method is ThresholdMethod.MIXTURE and collapsed.n_kept == 13
