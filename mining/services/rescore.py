@@ -17,6 +17,7 @@ import numpy as np
 from django.db import transaction
 
 from ..core.dictionaries import WordMap, load_dictionary
+from ..core.evidence import text_info
 from ..core.evidence_rescore import (
     SCORER_L2,
     THRESHOLD_RULE,
@@ -34,9 +35,9 @@ _BOTH = int(Direction.FORWARD | Direction.BACKWARD)
 
 
 def load_dictionaries(src_lang: str, tgt_lang: str, texts: Iterable[str]) -> tuple[WordMap | None, WordMap | None]:
-    """Both directions' FreeDict word maps, only for the words of these texts (None where not installed)."""
-    vocab = {w.lower() for t in texts for w in t.split()}
-    vocab |= {w.strip(".,;:!?()\"'«»") for w in vocab}
+    """Both directions' FreeDict word maps, only for the words of these texts as ``evidence`` reads them (so a pair's
+    dictionary features do not hang on which other texts were loaded with it; None where not installed)."""
+    vocab = {w for t in texts for w in text_info(t).words}
     return (
         load_dictionary(src_lang, tgt_lang, vocabulary=vocab),
         load_dictionary(tgt_lang, src_lang, vocabulary=vocab),
