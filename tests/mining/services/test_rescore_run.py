@@ -32,14 +32,16 @@ def _pair(rng: np.random.Generator, number: int) -> tuple[str, str]:
     )
 
 
-def _corpus(register_encoder) -> tuple[Corpus, Artefact, list[tuple[str, str]]]:
+def _corpus(
+    register_encoder, n_true: int = N_TRUE, n_noise: int = N_NOISE
+) -> tuple[Corpus, Artefact, list[tuple[str, str]]]:
     """N_TRUE true pairs (the same number both sides) and N_FALSE false ones: a target as close to its source as a
     translation, but with another number. Returns the corpus, its encoder and the false pairs' texts."""
     rng = np.random.default_rng(7)
-    n = N_TRUE + N_FALSE + N_NOISE
+    n = n_true + N_FALSE + n_noise
     src = rng.standard_normal((n, DIM)).astype(np.float32)
     tgt = src + 0.5 * rng.standard_normal((n, DIM)).astype(np.float32)
-    tgt[N_TRUE + N_FALSE :] = rng.standard_normal((N_NOISE, DIM))
+    tgt[n_true + N_FALSE :] = rng.standard_normal((n_noise, DIM))
     src /= np.linalg.norm(src, axis=1, keepdims=True)
     tgt /= np.linalg.norm(tgt, axis=1, keepdims=True)
     corpus = Corpus.objects.create(name="numbers", languages=["en", "fr"])
@@ -48,9 +50,9 @@ def _corpus(register_encoder) -> tuple[Corpus, Artefact, list[tuple[str, str]]]:
     docs = {lang: Document.objects.create(corpus=corpus, lang=lang, external_id=f"d-{lang}") for lang in ("en", "fr")}
     for i in range(n):
         s_text, t_text = _pair(rng, 100 + 7 * i)
-        if i >= N_TRUE + N_FALSE:
+        if i >= n_true + N_FALSE:
             t_text = _pair(rng, 9000 + i)[1]
-        elif i >= N_TRUE:
+        elif i >= n_true:
             t_text = t_text.replace(str(100 + 7 * i), str(5000 + i))
             false.append((s_text, t_text))
         for lang, text, emb in (("en", s_text, src[i]), ("fr", t_text, tgt[i])):
@@ -155,3 +157,21 @@ def test_the_parameter_round_trips_and_excludes_a_hand_threshold() -> None:
     assert "threshold" in str(err.value)
     with pytest.raises(ParamsError):
         SentenceRunParams.from_dict({"rescore": "gold"})
+
+
+def test_too_few_confident_pairs_leave_the_margin_and_say_why(register_encoder, no_dictionaries, settings) -> None:
+    settings.PCAPP_PRECISION_AFTER_RUN = False
+    corpus, encoder, _ = _corpus(register_encoder, n_true=8, n_noise=4)
+    plain = inline_sentence_run(corpus, encoder, filters=False)
+    run = inline_sentence_run(corpus, encoder, filters=False, rescore="evidence")
+    stats = run.stats["rescore"]
+    n_mutual = sum(len(e["directions"]) == 2 for _, _, _, _, e in _rows(plain))
+    assert n_mutual == 13
+    # under 50 mutual pairs, half of them are confident (7): under the scorer's 10
+    assert (stats["applied"], stats["positives"], stats["positives_rule"]) == (False, 7, "fallback_share")
+    assert stats["reason"] == (
+        f"not re-scored: 7 confident pairs and {stats['negatives']} negatives; the scorer needs at least 10 and one; "
+        "the margin scores stand"
+    )
+    assert _rows(run) == _rows(plain)
+    assert run.stats["default_threshold"] == plain.stats["default_threshold"]
