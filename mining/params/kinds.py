@@ -43,17 +43,14 @@ class SentenceRunParams(RunParams):
         Rescore.NONE,
         "Re-rank the candidates with a scorer trained on this run's own confident pairs against their next-best "
         "neighbours, from the margin, the cosine and textual evidence (numbers, names, URLs, placeholders, a "
-        "bilingual dictionary where Debian's FreeDict is installed); no labels used. Scores become its log-odds.",
+        "bilingual dictionary where Debian's FreeDict is installed); no labels used. Scores become its log-odds "
+        "(a threshold given is one on them).",
         label="Re-score",
     )
 
     def check(self) -> None:
         if self.index is IndexStore.PQ and self.knn is KnnMethod.EXACT:
             raise ParamsError({"index": "compressed (pq) index shards are searched approximately: set kNN to ivf"})
-        if self.rescore is not Rescore.NONE and self.threshold is not None:
-            raise ParamsError(
-                {"threshold": "a re-scored run chooses its threshold on the scorer's log-odds: leave it blank"}
-            )
 
     def scale_key(self, encoder: str) -> str:
         key = f"{encoder}/{self.margin.value}/k={self.k}/{self.strategy.value}"

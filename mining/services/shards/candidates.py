@@ -49,7 +49,9 @@ def _stage_score(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     plan = ctx.need_plan
     p = ctx.params
     knn = _knn(ctx)
-    cands = mine_candidates(knn, margin=p.margin, k=p.k, strategy=p.strategy, threshold=p.threshold)
+    # a re-scored run's threshold is one on the scorer's log-odds, applied where its kept set is read, not here
+    cut = p.threshold if p.rescore is Rescore.NONE else None
+    cands = mine_candidates(knn, margin=p.margin, k=p.k, strategy=p.strategy, threshold=cut)
     k = knn.k
     save_npz(
         ctx.folder / "cands.npz",
@@ -148,7 +150,7 @@ def _stage_finish(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
             tgt_ids=side_ids(ctx, "tgt"),
             texts_of=sentence_texts,
         )
-        if rescored_threshold is not None:
+        if rescored_threshold is not None and ctx.params.threshold is None:
             stats["default_threshold"] = {
                 **rescored_threshold,
                 "margin": ctx.params.margin.value,

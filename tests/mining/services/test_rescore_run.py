@@ -144,7 +144,7 @@ def test_a_default_run_is_unchanged_by_the_option(register_encoder, settings) ->
     assert default.stats["default_threshold"] == none.stats["default_threshold"]
 
 
-def test_the_parameter_round_trips_and_excludes_a_hand_threshold() -> None:
+def test_the_parameter_round_trips() -> None:
     p = SentenceRunParams.from_dict({"rescore": "evidence"})
     assert p.rescore is Rescore.EVIDENCE
     assert p.to_dict()["rescore"] == "evidence"
@@ -152,9 +152,6 @@ def test_the_parameter_round_trips_and_excludes_a_hand_threshold() -> None:
     assert SentenceRunParams.from_dict({}).rescore is Rescore.NONE
     assert p.scale_key("usem3") == "usem3/ratio/k=4/max_score/rescore=evidence"
     assert SentenceRunParams().scale_key("usem3") == "usem3/ratio/k=4/max_score"
-    with pytest.raises(ParamsError) as err:
-        SentenceRunParams.from_dict({"rescore": "evidence", "threshold": "1.1"})
-    assert "threshold" in str(err.value)
     with pytest.raises(ParamsError):
         SentenceRunParams.from_dict({"rescore": "gold"})
 
@@ -175,3 +172,18 @@ def test_too_few_confident_pairs_leave_the_margin_and_say_why(register_encoder, 
     )
     assert _rows(run) == _rows(plain)
     assert run.stats["default_threshold"] == plain.stats["default_threshold"]
+
+
+def test_a_hand_threshold_of_a_rescored_run_is_one_on_the_log_odds(register_encoder, no_dictionaries, settings) -> None:
+    from mining.selectors import run_threshold_info
+
+    settings.PCAPP_PRECISION_AFTER_RUN = False
+    corpus, encoder, _ = _corpus(register_encoder)
+    free = inline_sentence_run(corpus, encoder, filters=False, rescore="evidence")
+    hand = inline_sentence_run(corpus, encoder, filters=False, rescore="evidence", threshold=0.0)
+    # every candidate is written and re-scored alike; the threshold is read where the kept set is
+    assert _rows(hand) == _rows(free)
+    assert "default_threshold" not in hand.stats and hand.stats["rescore"]["applied"]
+    info = run_threshold_info(hand)
+    assert (info.value, info.source) == (0.0, "run")
+    assert hand.params["threshold"] == 0.0
