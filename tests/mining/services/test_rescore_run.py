@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.urls import reverse
 
 from mining.core.enums import Rescore
 from mining.core.evidence_rescore import model_from_dict
@@ -86,7 +87,9 @@ def _rows(run) -> list[tuple[str, str, float, int, dict]]:
     ]
 
 
-def test_the_evidence_scorer_demotes_pairs_whose_numbers_disagree(register_encoder, no_dictionaries, settings) -> None:
+def test_the_evidence_scorer_demotes_pairs_whose_numbers_disagree(
+    register_encoder, no_dictionaries, settings, staff_client
+) -> None:
     settings.PCAPP_PRECISION_AFTER_RUN = False
     corpus, encoder, false = _corpus(register_encoder)
     plain = inline_sentence_run(corpus, encoder, filters=False)
@@ -131,6 +134,12 @@ def test_the_evidence_scorer_demotes_pairs_whose_numbers_disagree(register_encod
     # pairs among 123 make no bell of their own, so they are kept, last
     assert stats["threshold_counts"] == {"same_count": 123, "mixture": 123, "expected_f1": 123}
     assert cut["n_candidates"] == 168
+    page = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert (
+        f"Re-scored by a scorer trained on this run's {stats['positives']} confident pairs against "
+        f"{stats['negatives']} next-best neighbours, no labels, from score, cosine, numbers_any"
+    ) in page
+    assert "(no FreeDict dictionary for en-fr fr-en installed): scores are its log-odds" in page
 
 
 def test_a_default_run_is_unchanged_by_the_option(register_encoder, settings) -> None:
@@ -156,7 +165,9 @@ def test_the_parameter_round_trips() -> None:
         SentenceRunParams.from_dict({"rescore": "gold"})
 
 
-def test_too_few_confident_pairs_leave_the_margin_and_say_why(register_encoder, no_dictionaries, settings) -> None:
+def test_too_few_confident_pairs_leave_the_margin_and_say_why(
+    register_encoder, no_dictionaries, settings, staff_client
+) -> None:
     settings.PCAPP_PRECISION_AFTER_RUN = False
     corpus, encoder, _ = _corpus(register_encoder, n_true=8, n_noise=4)
     plain = inline_sentence_run(corpus, encoder, filters=False)
@@ -172,6 +183,8 @@ def test_too_few_confident_pairs_leave_the_margin_and_say_why(register_encoder, 
     )
     assert _rows(run) == _rows(plain)
     assert run.stats["default_threshold"] == plain.stats["default_threshold"]
+    page = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "Re-scoring asked for, not re-scored: 7 confident pairs" in page
 
 
 def test_a_hand_threshold_of_a_rescored_run_is_one_on_the_log_odds(register_encoder, no_dictionaries, settings) -> None:
