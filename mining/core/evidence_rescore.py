@@ -13,13 +13,14 @@ default setting (docs/BENCHMARKS.md, "Mining quality: evidence beside the margin
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from mining.core.default_threshold import MIN_CANDIDATES, default_threshold
-from mining.core.dictionaries import WordMap
-from mining.core.evidence import BASE_FEATURES, DICT_FEATURES, Evidence, pair_evidence
+from mining.core.dictionaries import WordMap, load_dictionary
+from mining.core.evidence import BASE_FEATURES, DICT_FEATURES, Evidence, pair_evidence, text_info
 from mining.core.evidence_scorer import LogisticModel, expected_f1_count, fit_logistic, neighbour_negatives
 from mining.core.margin import Margin, margin_score, neighbourhood_means
 from mining.core.selftrain_pairs import confident_count
@@ -30,6 +31,16 @@ SCORER_L2 = 100.0
 MIN_POSITIVES = 10  # fewer confident pairs than this: no scorer (the bench's floor)
 THRESHOLD_RULE = "median3"
 _BOTH = int(Direction.FORWARD | Direction.BACKWARD)
+
+
+def dictionaries_for(src_lang: str, tgt_lang: str, texts: Iterable[str]) -> tuple[WordMap | None, WordMap | None]:
+    """Both directions' installed FreeDict word maps, only for the words of these texts as ``evidence`` reads them
+    (so a pair's dictionary features do not hang on which other texts were loaded with it); None where missing."""
+    vocab = {w for t in texts for w in text_info(t).words}
+    return (
+        load_dictionary(src_lang, tgt_lang, vocabulary=vocab),
+        load_dictionary(tgt_lang, src_lang, vocabulary=vocab),
+    )
 
 
 def scorer_matrix(score: np.ndarray, cosine: np.ndarray, evidence: Evidence) -> tuple[np.ndarray, tuple[str, ...]]:

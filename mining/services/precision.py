@@ -30,7 +30,7 @@ from ..core.decoys import (
     shuffled_decoys,
 )
 from ..core.enums import Rescore
-from ..core.evidence_rescore import model_from_dict, score_pairs
+from ..core.evidence_rescore import dictionaries_for, model_from_dict, score_pairs
 from ..core.filters import apply_filters
 from ..core.knn import knn_both_ways
 from ..core.knn.shards import row_shards
@@ -49,7 +49,6 @@ from .embeddings import Side, embeddings_dir, load_shard, shard_path, side_sente
 from .encoders import encoder_default, load_encoder
 from .params import SentenceRunParams
 from .rescore import STATS_KEY as RESCORE_KEY
-from .rescore import load_dictionaries
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +145,7 @@ def _rescored(run: MiningRun, both, keep: np.ndarray, src_texts: list[str], tgt_
     # the dictionaries exactly where the run had them: a worker that has them scores a run made without them alike
     dicts: tuple = (None, None)
     if "dict_src" in model.names:
-        dicts = load_dictionaries(run.src_lang, run.tgt_lang, [*s_texts, *t_texts])
+        dicts = dictionaries_for(run.src_lang, run.tgt_lang, [*s_texts, *t_texts])
     if "dict_src" in model.names and (dicts[0] is None or dicts[1] is None):
         raise RescoreUnavailable(
             "no estimate: the run was re-scored with the FreeDict dictionaries, which this worker does not have, "

@@ -10,18 +10,17 @@ the scorer's coefficients, which the precision estimate (``services.precision``)
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from django.db import transaction
 
-from ..core.dictionaries import WordMap, load_dictionary
-from ..core.evidence import text_info
 from ..core.evidence_rescore import (
     SCORER_L2,
     THRESHOLD_RULE,
     confident_rows,
+    dictionaries_for,
     model_to_dict,
     rescore,
 )
@@ -32,16 +31,6 @@ logger = logging.getLogger(__name__)
 
 STATS_KEY = "rescore"
 _BOTH = int(Direction.FORWARD | Direction.BACKWARD)
-
-
-def load_dictionaries(src_lang: str, tgt_lang: str, texts: Iterable[str]) -> tuple[WordMap | None, WordMap | None]:
-    """Both directions' FreeDict word maps, only for the words of these texts as ``evidence`` reads them (so a pair's
-    dictionary features do not hang on which other texts were loaded with it; None where not installed)."""
-    vocab = {w for t in texts for w in text_info(t).words}
-    return (
-        load_dictionary(src_lang, tgt_lang, vocabulary=vocab),
-        load_dictionary(tgt_lang, src_lang, vocabulary=vocab),
-    )
 
 
 def rescore_run(
@@ -79,7 +68,7 @@ def rescore_run(
     texts = texts_of(np.unique(np.concatenate([s_db, t_db, n_db])))
     src_texts = [texts[int(i)][0] for i in s_db]
     tgt_texts = [texts[int(i)][0] for i in t_db]
-    dicts = load_dictionaries(src_lang, tgt_lang, [*src_texts, *tgt_texts])
+    dicts = dictionaries_for(src_lang, tgt_lang, [*src_texts, *tgt_texts])
     record: dict[str, Any] = {
         "method": "evidence",
         "dictionaries": {

@@ -213,8 +213,7 @@ def test_the_picked_decoy_corpus_is_the_largest_other_one_in_the_target_language
 
 
 def test_a_rescored_runs_decoy_hits_are_scored_by_the_scorer_its_candidates_were(corpora, monkeypatch):
-    from mining.core.evidence_rescore import model_from_dict, score_pairs
-    from mining.services.rescore import load_dictionaries
+    from mining.core.evidence_rescore import dictionaries_for, model_from_dict, score_pairs
 
     corpus, other, _gold = corpora
     run = _run(corpus, rescore="evidence")
@@ -231,7 +230,7 @@ def test_a_rescored_runs_decoy_hits_are_scored_by_the_scorer_its_candidates_were
         [c.tgt.text for c in kept],
         length_center=record["length_center"],
         # the words of these pairs only: a pair's dictionary features do not hang on the other texts loaded
-        dicts=load_dictionaries("en", "fr", [c.src.text for c in kept] + [c.tgt.text for c in kept])
+        dicts=dictionaries_for("en", "fr", [c.src.text for c in kept] + [c.tgt.text for c in kept])
         if "dict_src" in model.names
         else (None, None),
     )
@@ -262,7 +261,7 @@ def test_a_rescored_run_without_its_dictionaries_says_why_it_has_no_estimate(cor
     corpus, other, _gold = corpora
     run = _run(corpus, rescore="evidence")
     assert "dict_src" in run.stats["rescore"]["features"]
-    monkeypatch.setattr(precision_service, "load_dictionaries", lambda *a, **kw: (None, None))
+    monkeypatch.setattr(precision_service, "dictionaries_for", lambda *a, **kw: (None, None))
     got = run_precision_estimate(run=run, decoy_corpus=other, seed=0)
     assert got["precision"] is None and got["low"] is None and got["high"] is None
     assert got["reason"].startswith("no estimate: the run was re-scored with the FreeDict dictionaries")

@@ -77,7 +77,7 @@ def _corpus(
 @pytest.fixture
 def no_dictionaries(monkeypatch):
     """Runs as on a machine without the FreeDict packages (the test's values do not hang on what is installed)."""
-    monkeypatch.setattr("mining.services.rescore.load_dictionary", lambda *a, **kw: None)
+    monkeypatch.setattr("mining.core.evidence_rescore.load_dictionary", lambda *a, **kw: None)
 
 
 def _rows(run) -> list[tuple[str, str, float, int, dict]]:
