@@ -146,11 +146,22 @@ def gold_labels(m: Mined, bucc: BuccSet) -> np.ndarray:
 
 
 def plan_estimate(
-    encoder, case: Case, src_emb, tgt_emb, real: Mined, threshold: float, margin: Margin, k: int, plan=None, seed=0
+    encoder,
+    case: Case,
+    src_emb,
+    tgt_emb,
+    real: Mined,
+    threshold: float,
+    margin: Margin,
+    k: int,
+    plan=None,
+    seed=0,
+    score_fn=None,
 ):
     """The app's estimate of a case's kept set (``services.precision`` on arrays): decoys made, cut, searched,
     counted and weighted by `plan` (default ``core.precision.PLAN_DISJOINT``; the case's pool for "disjoint" decoys,
-    else shuffled target sentences)."""
+    else shuffled target sentences). `score_fn(both, tgt_texts, tgt_emb) -> (n,) scores` re-scores the search's pairs
+    as a re-scored run's are (``real.score`` then holds the run's own new scores); None keeps their margins."""
     from mining.core.decoys import fill_decoys, kind_weights, nearest_similarity, sample_decoys, shuffled_decoys
     from mining.core.precision import PLAN_DISJOINT, decoy_hits, estimate_precision, matched_threshold
 
@@ -175,6 +186,13 @@ def plan_estimate(
         k,
     )
     on = decoy_hits(both.tgt, n_t)
+    if score_fn is not None:
+        both = Mined(
+            src=both.src,
+            tgt=both.tgt,
+            score=score_fn(both, list(b.tgt_texts) + [texts[i] for i in idx], np.concatenate([tgt_emb, emb[idx]])),
+            mutual=both.mutual,
+        )
     n_kept = int((real.score >= threshold).sum())
     weights = None
     if plan.weighted:

@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT))
 from _evidence_cases import CaseData, build_case_data, usem3_default_count  # noqa: E402
 from _precision_cases import COLLECTIONS, build_cases  # noqa: E402
 
-from mining.core.default_threshold import default_threshold  # noqa: E402
 from mining.core.evidence import BASE_FEATURES, DICT_FEATURES  # noqa: E402
-from mining.core.evidence_scorer import NEIGHBOURHOOD_FEATURES, expected_f1_count, fit_logistic  # noqa: E402
+from mining.core.evidence_rescore import median3_threshold  # noqa: E402
+from mining.core.evidence_scorer import NEIGHBOURHOOD_FEATURES, fit_logistic  # noqa: E402
 from mining.core.margin import Margin  # noqa: E402
 
 FEATURE_SETS = {
@@ -73,12 +73,8 @@ def evaluate(data: CaseData, features: str, l2: float, negatives: str) -> dict |
     logit = model.logit(data.cands.x[:, cols])
     order = np.argsort(-logit, kind="stable")
     curve = f1_curve(data.labels[order], data.n_gold)
-    counts = {
-        "same_count": usem3_default_count(data),
-        "mixture": int((logit >= default_threshold(logit, data.mutual).threshold).sum()),
-        "expected_f1": expected_f1_count(1.0 / (1.0 + np.exp(-logit[order]))),
-    }
-    counts["median3"] = int(np.median([counts["same_count"], counts["mixture"], counts["expected_f1"]]))
+    cut = median3_threshold(logit, data.cands.x[:, 0], data.mutual)  # the rule a run with rescore=evidence applies
+    counts = {**cut.counts, "median3": cut.n_kept}
     if "decoy" in data.negatives:
         counts["decoy_f1"] = decoy_f1_count(logit[order], model.logit(data.negatives["decoy"].x[:, cols]))
     return {"best": float(curve.max()), **{r: f1_at(curve, counts[r]) if r in counts else -1.0 for r in RULES}}

@@ -70,3 +70,11 @@ class IndexStore(enum.Enum):
     AUTO = "auto"
     FLAT = "flat"
     PQ = "pq"
+
+
+class Rescore(enum.Enum):
+    """How a sentence run re-ranks its candidates after the margin: not at all, or with a scorer trained on its own
+    confident pairs from the margin, the cosine and the pairs' textual evidence (``evidence_rescore``)."""
+
+    NONE = "none"
+    EVIDENCE = "evidence"

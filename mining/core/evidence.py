@@ -142,11 +142,13 @@ class Evidence:
         names: the f feature names, in column order.
         values: (n, f) float64.
         used: the evidence kinds that went in ("text", and "dictionary" when both word maps were given).
+        length_center: the log length ratio ``length_dev`` is measured from (the pairs' median unless given).
     """
 
     names: tuple[str, ...]
     values: np.ndarray
     used: tuple[str, ...]
+    length_center: float = 0.0
 
     def column(self, name: str) -> np.ndarray:
         """(n,) the values of one feature."""
@@ -159,6 +161,7 @@ def pair_evidence(
     *,
     src_to_tgt: WordMap | None = None,
     tgt_to_src: WordMap | None = None,
+    length_center: float | None = None,
 ) -> Evidence:
     """The evidence features of pairs (src_texts[i], tgt_texts[i]).
 
@@ -166,6 +169,8 @@ def pair_evidence(
         src_texts, tgt_texts: n texts a side.
         src_to_tgt, tgt_to_src: word maps (``dictionaries.load_dictionary``); the dictionary features are computed
             only when both are given.
+        length_center: the log(target chars / source chars) ``length_dev`` is measured from; None: the median over
+            these pairs (give a run's own centre to score other pairs on its scale).
 
     Returns:
         ``Evidence`` with BASE_FEATURES (+ DICT_FEATURES) columns.
@@ -197,6 +202,8 @@ def pair_evidence(
         if use_dict:
             row[10] = _coverage(s.words, t.stems, src_to_tgt, cache_s)
             row[11] = _coverage(t.words, s.stems, tgt_to_src, cache_t)
-    if n:
-        values[:, 8] = np.abs(log_ratio - np.median(log_ratio))
-    return Evidence(names=names, values=values, used=("text", "dictionary") if use_dict else ("text",))
+    center = float(np.median(log_ratio)) if length_center is None and n else float(length_center or 0.0)
+    values[:, 8] = np.abs(log_ratio - center)
+    return Evidence(
+        names=names, values=values, used=("text", "dictionary") if use_dict else ("text",), length_center=center
+    )

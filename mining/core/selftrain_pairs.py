@@ -65,28 +65,40 @@ def confident_pairs(
             raise ValueError(f"keep returned shape {mask.shape}, expected ({len(cands)},)")
         cands = cands.take(mask)
     cands = cands.take(np.isfinite(cands.score) & (cands.direction == _BOTH))
-    n = len(cands)
-    if n >= MIN_CANDIDATES:
-        post = null_posteriors(cands.score)  # cands are sorted by score: post is non-increasing
-        precision = np.cumsum(post) / np.arange(1, n + 1)
-        ok = np.flatnonzero(precision >= min_precision)
-        m = int(ok[-1]) + 1 if ok.size else 0
-        est_true = float(post.sum())
-        est_precision = float(precision[m - 1]) if m else float("nan")
-        rule = "precision"
-    else:
-        m = int(np.ceil(fallback_share * n))
-        est_true = est_precision = float("nan")
-        rule = "fallback_share"
+    m, est_true, est_precision, rule = confident_count(
+        cands.score, min_precision=min_precision, fallback_share=fallback_share
+    )
     return ConfidentPairs(
         src_idx=cands.src_idx[:m],
         tgt_idx=cands.tgt_idx[:m],
         score=cands.score[:m],
-        n_mutual=n,
+        n_mutual=len(cands),
         estimated_true=est_true,
         estimated_precision=est_precision,
         rule=rule,
     )
+
+
+def confident_count(
+    score: np.ndarray, *, min_precision: float = 0.95, fallback_share: float = 0.5
+) -> tuple[int, float, float, str]:
+    """How many of the mutual-best pairs past the pre-filters, best first, are confident (rules 2-3).
+
+    Args:
+        score: (n,) their finite margin scores, sorted descending.
+
+    Returns:
+        (m, expected true pairs among the n, expected precision of the m, rule): NaN estimates under the
+        "fallback_share" rule (fewer than MIN_CANDIDATES pairs).
+    """
+    n = len(score)
+    if n >= MIN_CANDIDATES:
+        post = null_posteriors(score)  # sorted by score: post is non-increasing
+        precision = np.cumsum(post) / np.arange(1, n + 1)
+        ok = np.flatnonzero(precision >= min_precision)
+        m = int(ok[-1]) + 1 if ok.size else 0
+        return m, float(post.sum()), float(precision[m - 1]) if m else float("nan"), "precision"
+    return int(np.ceil(fallback_share * n)), float("nan"), float("nan"), "fallback_share"
 
 
 def agreement(a: ConfidentPairs, b: ConfidentPairs, n_tgt: int) -> float:

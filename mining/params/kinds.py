@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..core.defaults import DEFAULT_ENCODER, DEFAULT_K
-from ..core.enums import DocMethod, IndexStore, KnnMethod, Margin, SiteScope, Strategy, VoteForm
+from ..core.enums import DocMethod, IndexStore, KnnMethod, Margin, Rescore, SiteScope, Strategy, VoteForm
 from .base import ParamsError, RunParams, param, same_as
 
 
@@ -39,13 +39,23 @@ class SentenceRunParams(RunParams):
         "Mine only the sentences of this site's pages (a registered domain of a crawled corpus; blank: all).",
         label="Site",
     )
+    rescore: Rescore = param(
+        Rescore.NONE,
+        "Re-rank the candidates with a scorer trained on this run's own confident pairs against their next-best "
+        "neighbours, from the margin, the cosine and textual evidence (numbers, names, URLs, placeholders, a "
+        "bilingual dictionary where Debian's FreeDict is installed); no labels used. Scores become its log-odds "
+        "(a threshold given is one on them).",
+        label="Re-score",
+    )
 
     def check(self) -> None:
         if self.index is IndexStore.PQ and self.knn is KnnMethod.EXACT:
             raise ParamsError({"index": "compressed (pq) index shards are searched approximately: set kNN to ivf"})
 
     def scale_key(self, encoder: str) -> str:
-        return f"{encoder}/{self.margin.value}/k={self.k}/{self.strategy.value}"
+        key = f"{encoder}/{self.margin.value}/k={self.k}/{self.strategy.value}"
+        # log-odds are another scale than the margin: a re-scored run's thresholds are stored apart
+        return key if self.rescore is Rescore.NONE else f"{key}/rescore={self.rescore.value}"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ from ..core.decoys import (
     sample_decoys,
     shuffled_decoys,
 )
+from ..core.enums import Rescore
+from ..core.evidence_rescore import dictionaries_for, model_from_dict, score_pairs
 from ..core.filters import apply_filters
 from ..core.knn import knn_both_ways
 from ..core.knn.shards import row_shards
@@ -46,6 +48,7 @@ from ..selectors.precision import decoy_corpus_for
 from .embeddings import Side, embeddings_dir, load_shard, shard_path, side_sentences
 from .encoders import encoder_default, load_encoder
 from .params import SentenceRunParams
+from .rescore import STATS_KEY as RESCORE_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +104,8 @@ def _count_decoys(
     run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kept
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """The decoy hits past the pre-filters in the search against real targets + decoys: their scores and which decoy
-    each is; and the rank-matched threshold of that search (``core.precision.matched_threshold``)."""
+    each is; and the rank-matched threshold of that search (``core.precision.matched_threshold``). A re-scored run's
+    hits are scored by its own stored scorer (``_rescored``), as its candidates were."""
     both = mine_candidates(
         knn_both_ways(src_emb, np.concatenate([tgt_emb, dec_emb]), params.k),
         margin=params.margin,
@@ -120,8 +124,44 @@ def _count_decoys(
         keep = np.array([r is None for r in reasons], dtype=bool)
     hit = decoy_hits(both.tgt_idx, len(tgt))
     scores = both.score.astype(np.float64)
+    if params.rescore is not Rescore.NONE and (run.stats or {}).get(RESCORE_KEY, {}).get("applied"):
+        scores = _rescored(run, both, keep, src.texts, tgt.texts + texts)
     on = hit & keep
     return scores[on], both.tgt_idx[on] - len(tgt), matched_threshold(scores[~hit & keep], n_kept)
+
+
+class RescoreUnavailable(Exception):
+    """A re-scored run's scorer cannot be applied here (its message is the run's reason for no estimate)."""
+
+
+def _rescored(run: MiningRun, both, keep: np.ndarray, src_texts: list[str], tgt_texts: list[str]) -> np.ndarray:
+    """(n,) the run's scorer's log-odds of the search's pairs past the pre-filters (-inf elsewhere), from their
+    margin, cosine and texts, with the run's length centre and the dictionaries it found."""
+    record = run.stats[RESCORE_KEY]
+    model = model_from_dict(record["model"])
+    rows = np.flatnonzero(keep)
+    s_texts = [src_texts[i] for i in both.src_idx[rows]]
+    t_texts = [tgt_texts[i] for i in both.tgt_idx[rows]]
+    # the dictionaries exactly where the run had them: a worker that has them scores a run made without them alike
+    dicts: tuple = (None, None)
+    if "dict_src" in model.names:
+        dicts = dictionaries_for(run.src_lang, run.tgt_lang, [*s_texts, *t_texts])
+    if "dict_src" in model.names and (dicts[0] is None or dicts[1] is None):
+        raise RescoreUnavailable(
+            "no estimate: the run was re-scored with the FreeDict dictionaries, which this worker does not have, "
+            "so its decoy hits cannot be scored as its candidates were"
+        )
+    out = np.full(len(both.score), -np.inf)
+    out[rows] = score_pairs(
+        model,
+        both.score[rows],
+        both.cosine[rows],
+        s_texts,
+        t_texts,
+        length_center=float(record["length_center"]),
+        dicts=dicts,
+    )
+    return out
 
 
 def _kind_weights(tgt_emb: np.ndarray, dec_nearest: np.ndarray, seed: int) -> np.ndarray:
@@ -169,7 +209,7 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
         SentencePairCandidate.objects.filter(run=run, filter_reason="").values_list("score", flat=True), dtype=float
     )
     n_kept = int(np.count_nonzero(kept_scores >= threshold)) if threshold is not None else len(kept_scores)
-    dec_scores, at, weights = np.zeros(0), None, None
+    dec_scores, at, weights, unscored = np.zeros(0), None, None, ""
     if texts and len(src) and len(tgt):
         encoder = load_encoder(run.encoder)
         src_emb = _embeddings(run, run.src_corpus, src, run.src_lang, params.site, encoder.encode)
@@ -180,8 +220,12 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
             chosen = fill_decoys(texts, nearest >= plan.cut, len(tgt))
             texts, dec_emb, nearest = [texts[i] for i in chosen], dec_emb[chosen], nearest[chosen]
             described += f", minus near-copies of target sentences (cosine >= {plan.cut:g})"
-        if texts:
-            dec_scores, which, matched = _count_decoys(run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kept)
+        try:
+            counted = _count_decoys(run, params, src, tgt, src_emb, tgt_emb, texts, dec_emb, n_kept) if texts else None
+        except RescoreUnavailable as exc:
+            counted, unscored = None, str(exc)
+        if counted is not None:
+            dec_scores, which, matched = counted
             at = matched if plan.rank_matched else None
             if plan.weighted:
                 weights = _kind_weights(tgt_emb, nearest, seed)[which]
@@ -200,6 +244,7 @@ def run_precision_estimate(*, run: MiningRun, decoy_corpus: Corpus | None = None
     )
     record = {
         **est.to_dict(),
+        **({"precision": None, "low": None, "high": None, "reason": unscored} if unscored else {}),
         "threshold_source": source,
         "decoy_source": decoy_source,
         "seconds": round(time.perf_counter() - t0, 1),

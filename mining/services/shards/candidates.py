@@ -13,6 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from ...core.candidates import mine_candidates
+from ...core.enums import Rescore
+from ...core.evidence_rescore import candidate_neighbours
 from ...core.filters import FilterReason, apply_filters, check_language
 from ...core.hw import knn_path
 from ...core.types import Candidates, Direction, KnnResult
@@ -23,6 +25,8 @@ from ..default_threshold import default_threshold_for_run
 from ..jobs import job_mark_finished
 from ..params import SentenceRunParams
 from ..precision import precision_after_run
+from ..rescore import STATS_KEY as RESCORE_KEY
+from ..rescore import rescore_run
 from .context import Ctx, sentence_texts, side_ids
 from .plan import ShardError, load_npz, save_npz, write_atomic
 from .pqstages import query_shard_topk
@@ -45,7 +49,9 @@ def _stage_score(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     plan = ctx.need_plan
     p = ctx.params
     knn = _knn(ctx)
-    cands = mine_candidates(knn, margin=p.margin, k=p.k, strategy=p.strategy, threshold=p.threshold)
+    # a re-scored run's threshold is one on the scorer's log-odds, applied where its kept set is read, not here
+    cut = p.threshold if p.rescore is Rescore.NONE else None
+    cands = mine_candidates(knn, margin=p.margin, k=p.k, strategy=p.strategy, threshold=cut)
     k = knn.k
     save_npz(
         ctx.folder / "cands.npz",
@@ -55,6 +61,8 @@ def _stage_score(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
         bwd_ids=knn.bwd_ids[cands.tgt_idx, :k],
         bwd_sims=knn.bwd_sims[cands.tgt_idx, :k],
     )
+    if p.rescore is Rescore.EVIDENCE:  # the scorer's negatives, read in the finish stage
+        save_npz(ctx.folder / "neighbours.npz", **candidate_neighbours(knn, cands, p.k, p.margin))
     return {"candidates": len(cands), "chunks": math.ceil(len(cands) / plan.chunk_rows)}
 
 
@@ -129,8 +137,26 @@ def _stage_finish(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
     for c in range(chunks):
         reasons.extend(_filtered(ctx, c)["reasons"])
     stats: dict[str, Any] = {}
-    if ctx.params.threshold is None:
-        cands = _cands(load_npz(ctx.folder / "cands.npz")) if chunks else _empty_cands()
+    cands = _cands(load_npz(ctx.folder / "cands.npz")) if chunks else _empty_cands()
+    if ctx.params.rescore is Rescore.EVIDENCE:
+        stats[RESCORE_KEY], rescored_threshold = rescore_run(
+            run_id=ctx.run.pk,
+            src_lang=ctx.run.src_lang,
+            tgt_lang=ctx.run.tgt_lang,
+            cands=cands,
+            reasons=reasons,
+            neighbours=load_npz(ctx.folder / "neighbours.npz") if chunks else _no_neighbours(),
+            src_ids=side_ids(ctx, "src"),
+            tgt_ids=side_ids(ctx, "tgt"),
+            texts_of=sentence_texts,
+        )
+        if rescored_threshold is not None and ctx.params.threshold is None:
+            stats["default_threshold"] = {
+                **rescored_threshold,
+                "margin": ctx.params.margin.value,
+                "k": ctx.params.k,
+            }
+    if ctx.params.threshold is None and "default_threshold" not in stats:
         stats["default_threshold"] = default_threshold_for_run(
             cands=cands, reasons=reasons, margin=ctx.params.margin.value, k=ctx.params.k
         )
@@ -156,6 +182,11 @@ def _stage_finish(ctx: Ctx, shard_no: int, shard_id: int) -> dict:
         if job_mark_finished(job=run, stats=stats):
             precision_after_run(run)
     return {"stats": stats}
+
+
+def _no_neighbours() -> dict[str, np.ndarray]:
+    e = np.zeros(0)
+    return {"rows": e.astype(np.int64), "tgt": e.astype(np.int64), "cosine": e, "score": e}
 
 
 def _empty_cands() -> Candidates:

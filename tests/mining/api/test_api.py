@@ -72,6 +72,7 @@ def test_create_run_with_token(staff_api, no_enqueue, django_capture_on_commit_c
         "nprobe": 16,
         "index": "auto",
         "site": "",
+        "rescore": "none",
     }
     assert response.json()["encoder"]["name"] == "usem3"
 

@@ -31,6 +31,7 @@ def test_defaults_fill_missing_fields_of_older_rows() -> None:
         "nprobe": 16,
         "index": "auto",
         "site": "",
+        "rescore": "none",
     }
     assert SentenceRunParams.from_dict(p.to_dict()) == p
 

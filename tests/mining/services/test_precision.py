@@ -210,3 +210,58 @@ def test_the_picked_decoy_corpus_is_the_largest_other_one_in_the_target_language
     assert decoy_corpus_for(run) == german
     run.tgt_lang = "it"
     assert decoy_corpus_for(run) is None
+
+
+def test_a_rescored_runs_decoy_hits_are_scored_by_the_scorer_its_candidates_were(corpora, monkeypatch):
+    from mining.core.evidence_rescore import dictionaries_for, model_from_dict, score_pairs
+
+    corpus, other, _gold = corpora
+    run = _run(corpus, rescore="evidence")
+    record = run.stats["rescore"]
+    assert record["applied"] and record["threshold_rule"] == "median3"
+    model = model_from_dict(record["model"])
+    # the stored scorer, its length centre and the candidates' margin, cosine and texts give back their scores
+    kept = list(SentencePairCandidate.objects.filter(run=run, filter_reason="").select_related("src", "tgt"))
+    again = score_pairs(
+        model,
+        np.array([c.evidence["margin"] for c in kept]),
+        np.array([c.cosine for c in kept]),
+        [c.src.text for c in kept],
+        [c.tgt.text for c in kept],
+        length_center=record["length_center"],
+        # the words of these pairs only: a pair's dictionary features do not hang on the other texts loaded
+        dicts=dictionaries_for("en", "fr", [c.src.text for c in kept] + [c.tgt.text for c in kept])
+        if "dict_src" in model.names
+        else (None, None),
+    )
+    assert again == pytest.approx([c.score for c in kept], abs=1e-3)  # the margin is stored to 5 decimals
+
+    scored, estimated = [], {}
+    real_score, real_estimate = precision_service.score_pairs, precision_service.estimate_precision
+    monkeypatch.setattr(
+        precision_service, "score_pairs", lambda *a, **kw: scored.append(real_score(*a, **kw)) or scored[-1]
+    )
+    monkeypatch.setattr(
+        precision_service, "estimate_precision", lambda **kw: estimated.update(kw) or real_estimate(**kw)
+    )
+    got = run_precision_estimate(run=run, decoy_corpus=other, seed=0)
+
+    assert got["threshold"] == pytest.approx(run_threshold(run), abs=1e-6) and got["threshold_source"] == "default"
+    assert run_threshold(run) == run.stats["default_threshold"]["threshold"]
+    # the decoy hits' scores are the scorer's log-odds of those pairs (not their margins)
+    assert len(scored) == 1 and len(estimated["decoy_scores"]) > 0
+    assert set(estimated["decoy_scores"].tolist()) <= set(scored[0].tolist())
+
+
+def test_a_rescored_run_without_its_dictionaries_says_why_it_has_no_estimate(corpora, monkeypatch):
+    from mining.core.dictionaries import find_dictionary
+
+    if find_dictionary("en", "fr") is None or find_dictionary("fr", "en") is None:
+        pytest.skip("the FreeDict en-fr dictionaries are not installed: a run is re-scored without them")
+    corpus, other, _gold = corpora
+    run = _run(corpus, rescore="evidence")
+    assert "dict_src" in run.stats["rescore"]["features"]
+    monkeypatch.setattr(precision_service, "dictionaries_for", lambda *a, **kw: (None, None))
+    got = run_precision_estimate(run=run, decoy_corpus=other, seed=0)
+    assert got["precision"] is None and got["low"] is None and got["high"] is None
+    assert got["reason"].startswith("no estimate: the run was re-scored with the FreeDict dictionaries")

@@ -56,6 +56,7 @@ def test_start_form_creates_run_with_params_and_enqueues(
         "nprobe": 16,
         "index": "auto",
         "site": "",
+        "rescore": "none",
     }
     assert run.encoder == Artefact.objects.get(kind="encoder", name="usem3", version=1)
 
