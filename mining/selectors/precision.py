@@ -20,6 +20,15 @@ PRECISION_KEY = "precision_estimate"  # services.precision.STATS_KEY (selectors 
 # Decoys made from the target side itself (the fallback) give a figure too rough to state: left out one collection
 # at a time on the bench, it fell within 5 points of the measured precision in 2 of 29 cases and its interval
 # covered it in 19 (docs/BENCHMARKS.md, "Precision a user can trust"). The record keeps it; the statement does not.
+RESCORE_KEY = "rescore"  # services.rescore.STATS_KEY
+# A run re-scored by the evidence scorer (`rescore` evidence) ranks by log-odds; the decoy estimate's constants were
+# chosen on margin scores and, measured through the app's path (bench/rescore_precision.py), fell within 5 points in
+# 11 of 15 bench cases and covered the measured precision in 12: too few to state. The record keeps it.
+RESCORED_REASON = (
+    "a run re-scored by the evidence scorer ranks its pairs by the scorer's log-odds, and the decoy estimate, tuned "
+    "on margin scores, is not yet accurate enough there to state (within 5 points in 11 of 15 bench cases); check "
+    "the kept set with labels"
+)
 FALLBACK_REASON = (
     "no other corpus holds {lang} sentences to draw decoys from (text in that language that translates nothing of "
     "the source side); import one and estimate again (`manage.py estimate_precision`), or check the kept set with "
@@ -128,6 +137,9 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
         )
     elif est.get("precision") is None:
         out["reason"] = est.get("reason") or "no estimate"
+    elif ((run.stats or {}).get(RESCORE_KEY) or {}).get("applied"):
+        out["reason"] = RESCORED_REASON
+        out.update(decoys=est.get("decoys"), decoy_source=est.get("decoy_source"))
     elif est.get("decoy_source") == "fallback":
         out["reason"] = FALLBACK_REASON.format(lang=run.tgt_lang)
         out.update(decoys=est.get("decoys"), decoy_source="fallback")

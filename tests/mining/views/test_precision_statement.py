@@ -215,3 +215,14 @@ def test_run_statistics_line_ends_without_a_separator(staff_client):
     html = staff_client.get(reverse("run-detail", args=[run.pk])).content.decode()
     line = html.split('<p class="run-stats">')[1].split("</p>")[0]
     assert line.endswith("<strong>58</strong>") and line.count(" · ") == 1
+
+
+def test_a_rescored_run_states_no_figure_from_decoys_tuned_on_margin_scores(staff_client):
+    rescored = _run(precision_estimate={**ESTIMATE, "decoy_source": "picked"}, rescore={"applied": True})
+    got = threshold_statement(rescored)
+    assert (got["precision"], got["low"], got["high"]) == (None, None, None)
+    assert got["reason"].startswith("a run re-scored by the evidence scorer ranks its pairs by the scorer's log-odds")
+    html = staff_client.get(reverse("run-detail", args=[rescored.pk])).content.decode()
+    assert "no precision stated: a run re-scored by the evidence scorer" in html
+    asked = _run(precision_estimate=ESTIMATE, rescore={"applied": False, "reason": "too few confident pairs"})
+    assert threshold_statement(asked)["precision"] == 0.9  # not re-scored after all: margin scores, stated as usual
