@@ -62,6 +62,8 @@ def test_a_warc_goes_in_and_ends_at_a_document_pair(
 
     page.click("#mine-corpus")
     page.select_option("select[name=kind]", "document")
+    # the kind's change swaps the whole form (htmx): choose the languages in the swapped one, not in the old one
+    page.wait_for_selector("#run-start-form input[name=shown_kind][value=document]", state="attached")
     page.select_option("select[name=src_lang]", "en")
     page.select_option("select[name=tgt_lang]", "fr")
     page.click("#run-start-form button[type=submit]")
