@@ -74,6 +74,20 @@ def _catalogue(lang: str, n_gold: int, n_distractors: int, seed: int) -> Case:
     return Case("catalogue", lang, bucc, [t for t in tgt_pool[half:] if t not in banned])
 
 
+def add_case_arguments(parser) -> None:
+    """The arguments that pick the bench cases (--langs, --collections, --gold, --distractors, --seed), one set for
+    every bench built on these collections; ``cases_from_args`` builds them."""
+    parser.add_argument("--langs", default="fr,de,es")
+    parser.add_argument("--collections", default=",".join(COLLECTIONS))
+    parser.add_argument("--gold", type=int, default=1000)
+    parser.add_argument("--distractors", type=int, default=4000)
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def cases_from_args(args) -> list[Case]:
+    return build_cases(args.langs.split(","), args.collections.split(","), args.gold, args.distractors, args.seed)
+
+
 def build_cases(langs: list[str], collections: list[str], n_gold: int, n_distractors: int, seed: int) -> list[Case]:
     cases = []
     for lang in langs:

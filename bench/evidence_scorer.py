@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from _evidence_cases import CaseData, build_case_data, usem3_default_count  # noqa: E402
-from _precision_cases import COLLECTIONS, build_cases  # noqa: E402
+from _precision_cases import add_case_arguments, cases_from_args  # noqa: E402
 
 from mining.core.evidence import BASE_FEATURES, DICT_FEATURES  # noqa: E402
 from mining.core.evidence_rescore import median3_threshold  # noqa: E402
@@ -96,11 +96,7 @@ def usem3(data: CaseData) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--langs", default="fr,de,es")
-    parser.add_argument("--collections", default=",".join(COLLECTIONS))
-    parser.add_argument("--gold", type=int, default=1000)
-    parser.add_argument("--distractors", type=int, default=4000)
-    parser.add_argument("--seed", type=int, default=0)
+    add_case_arguments(parser)
     parser.add_argument("--settings", default="ratio:4")
     parser.add_argument(
         "--features", default=",".join(FEATURE_SETS), help="feature sets to choose among (e.g. without the dictionary)"
@@ -110,7 +106,7 @@ def main() -> None:
 
     encoder = Usem3Encoder()
     t0 = time.perf_counter()
-    cases = build_cases(args.langs.split(","), args.collections.split(","), args.gold, args.distractors, args.seed)
+    cases = cases_from_args(args)
     print(f"built {len(cases)} test sets in {time.perf_counter() - t0:.0f} s", flush=True)
     for setting in args.settings.split(","):
         margin, k = Margin(setting.split(":")[0]), int(setting.split(":")[1])

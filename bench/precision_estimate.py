@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _precision_cases import CACHE, COLLECTIONS, build_cases, encode_cached, gold_labels, mine_knn  # noqa: E402
+from _precision_cases import CACHE, add_case_arguments, cases_from_args, encode_cached, gold_labels, mine_knn  # noqa: E402
 from _precision_loco import VARIANTS, report  # noqa: E402
 
 from mining.core.decoys import (  # noqa: E402
@@ -102,7 +102,7 @@ def collect(args) -> list[dict]:
     settings = [(Margin(s.split(":")[0]), int(s.split(":")[1])) for s in args.settings.split(",")]
     k_max = max(k for _, k in settings)
     t0 = time.perf_counter()
-    cases = build_cases(args.langs.split(","), args.collections.split(","), args.gold, args.distractors, args.seed)
+    cases = cases_from_args(args)
     print(f"built {len(cases)} test sets in {time.perf_counter() - t0:.0f} s", flush=True)
     rows = []
     for case in cases:
@@ -189,11 +189,7 @@ def collect(args) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--langs", default="fr,de,es")
-    parser.add_argument("--collections", default=",".join(COLLECTIONS))
-    parser.add_argument("--gold", type=int, default=1000)
-    parser.add_argument("--distractors", type=int, default=4000)
-    parser.add_argument("--seed", type=int, default=0)
+    add_case_arguments(parser)
     parser.add_argument("--settings", default="ratio:4,distance:16")
     parser.add_argument("--rows", type=Path, default=None, help="read saved rows instead of mining")
     parser.add_argument("--save", type=Path, default=CACHE / "estimate-rows.json", help="where the rows are saved")

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from _evidence_cases import _mine  # noqa: E402
-from _precision_cases import COLLECTIONS, Mined, build_cases, encode_cached, plan_estimate  # noqa: E402
+from _precision_cases import Mined, add_case_arguments, cases_from_args, encode_cached, plan_estimate  # noqa: E402
 
 from mining.core.default_threshold import default_threshold  # noqa: E402
 from mining.core.encoders.usem import Usem3Encoder  # noqa: E402
@@ -121,15 +121,11 @@ def _fmt(r: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--langs", default="fr,de,es")
-    parser.add_argument("--collections", default=",".join(COLLECTIONS))
-    parser.add_argument("--gold", type=int, default=1000)
-    parser.add_argument("--distractors", type=int, default=4000)
-    parser.add_argument("--seed", type=int, default=0)
+    add_case_arguments(parser)
     args = parser.parse_args()
     usem = Usem3Encoder()
     t0 = time.perf_counter()
-    cases = build_cases(args.langs.split(","), args.collections.split(","), args.gold, args.distractors, args.seed)
+    cases = cases_from_args(args)
     print(f"built {len(cases)} test sets in {time.perf_counter() - t0:.0f} s", flush=True)
     print("case | margin: kept, F1 kept, F1 best, measured %, stated % (interval) | rescored: the same")
     rows = []
