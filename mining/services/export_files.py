@@ -9,7 +9,7 @@ import json
 import re
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.db import transaction
@@ -75,6 +75,14 @@ def export_build_file(*, run: MiningRun, rule: KeepRule, fmt: ExportFormat, head
     return path, n
 
 
+def write_run_parquet(out: BinaryIO, *, run: MiningRun, rule: KeepRule, statement: dict[str, Any]) -> int:
+    """The run's kept pairs as one Parquet file on `out`, the export's statement in its schema metadata; returns the
+    pairs written (the export task and `manage.py export` both write Parquet through this)."""
+    return write_parquet(
+        export_rows(run, rule), out, run_id=run.pk, src_lang=run.src_lang, tgt_lang=run.tgt_lang, metadata=statement
+    )
+
+
 def _write_export(
     tmp: Path, *, run: MiningRun, rule: KeepRule, fmt: ExportFormat, header: bool, statement: dict[str, Any]
 ) -> int:
@@ -83,14 +91,7 @@ def _write_export(
     n = 0
     if fmt is ExportFormat.PARQUET:
         with tmp.open("wb") as fh:
-            n = write_parquet(
-                export_rows(run, rule),
-                fh,
-                run_id=run.pk,
-                src_lang=run.src_lang,
-                tgt_lang=run.tgt_lang,
-                metadata=statement,
-            )
+            n = write_run_parquet(fh, run=run, rule=rule, statement=statement)
     elif fmt is ExportFormat.MOSES:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             zf.writestr("metadata.json", statement_json(statement) + "\n")

@@ -14,12 +14,10 @@ from mining.services.export import (
     ExportFormat,
     KeepMode,
     KeepRule,
-    export_rows,
     export_statement,
     export_stream,
 )
-from mining.services.export_files import write_statement
-from mining.services.export_parquet import write_parquet
+from mining.services.export_files import write_run_parquet, write_statement
 
 
 class Command(BaseCommand):
@@ -65,14 +63,7 @@ class Command(BaseCommand):
             if o["out"] == "-":
                 raise CommandError("Parquet is a binary file: give a file name, not -")
             with Path(o["out"]).open("wb") as fh:
-                n = write_parquet(
-                    export_rows(run, rule),
-                    fh,
-                    run_id=run.pk,
-                    src_lang=run.src_lang,
-                    tgt_lang=run.tgt_lang,
-                    metadata=statement,
-                )
+                n = write_run_parquet(fh, run=run, rule=rule, statement=statement)
             self.stderr.write(f"run {run.pk}: {n} pair{'s' if n != 1 else ''} ({o['keep']}) written to {o['out']}")
             return
         if fmt is ExportFormat.MOSES:
