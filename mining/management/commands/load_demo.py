@@ -139,22 +139,14 @@ class Command(BaseCommand):
         kept_words = "every translation" if keep_share >= 1 else f"{keep_share:.0%} of each language's translations"
         with tempfile.TemporaryDirectory(prefix="pcapp-demo-") as folder:
             copies, copy_names = thinned_copies(paths, names, keep_share, Path(folder))
-            job = import_job_create(
-                corpus_name=name,
-                fmt="po",
-                paths=copies,
-                options={
-                    "src_lang": "en",
-                    "catalogue_names": copy_names,
-                    "source": f"Django {django.__version__} locale/, {kept_words}",
-                    "description": "Django's interface strings (English) with their human translations; each "
-                    f"language keeps {kept_words} (a different part per language), so that not every string has "
-                    "a partner.",
-                },
+            job = _import_catalogues(
+                name,
+                copies,
+                copy_names,
+                source=f"Django {django.__version__} locale/, {kept_words}",
+                description="Django's interface strings (English) with their human translations; each language "
+                f"keeps {kept_words} (a different part per language), so that not every string has a partner.",
             )
-            job = import_execute(job=job)
-        if job.status != JobStatus.SUCCEEDED:
-            raise CommandError(job.error)
         s = job.stats
         self.stdout.write(
             self.style.SUCCESS(
@@ -172,26 +164,30 @@ class Command(BaseCommand):
             raise CommandError("no django.contrib catalogues found for " + langs)
         with tempfile.TemporaryDirectory(prefix="pcapp-decoys-") as folder:
             more, more_names = package_catalogues(langs.split(","), Path(folder))
-            job = self._import_catalogues(paths + more, {**names, **more_names})
-        if job.status != JobStatus.SUCCEEDED:
-            raise CommandError(job.error)
+            job = _import_catalogues(
+                DECOY_CORPUS,
+                paths + more,
+                {**names, **more_names},
+                source=f"Django {django.__version__} contrib/*/locale/ (not admin), {', '.join(PACKAGES)}",
+                description="The interface strings of django.contrib's other apps with their translations: text of "
+                "the demo's kind that translates nothing of it, which the demo run's precision estimate uses as "
+                "decoys.",
+            )
         self.stdout.write(
             self.style.SUCCESS(f"Decoy corpus '{DECOY_CORPUS}': {job.stats['sentences']} sentences in {langs}.")
         )
 
-    @staticmethod
-    def _import_catalogues(paths: list[str], names: dict[str, str]):
-        job = import_job_create(
-            corpus_name=DECOY_CORPUS,
-            fmt="po",
-            paths=paths,
-            options={
-                "src_lang": "en",
-                "catalogue_names": names,
-                "source": f"Django {django.__version__} contrib/*/locale/ (not admin), {', '.join(PACKAGES)}",
-                "description": "The interface strings of django.contrib's other apps with their translations: "
-                "text of the demo's kind that translates nothing of it, which the demo run's precision estimate "
-                "uses as decoys.",
-            },
-        )
-        return import_execute(job=job)
+
+def _import_catalogues(name: str, paths: list[str], names: dict[str, str], *, source: str, description: str):
+    """Import the .po catalogues `paths` (English source) as corpus `name`, inline; the finished job, or a
+    CommandError with the import's error."""
+    job = import_job_create(
+        corpus_name=name,
+        fmt="po",
+        paths=paths,
+        options={"src_lang": "en", "catalogue_names": names, "source": source, "description": description},
+    )
+    job = import_execute(job=job)
+    if job.status != JobStatus.SUCCEEDED:
+        raise CommandError(job.error)
+    return job
