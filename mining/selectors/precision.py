@@ -72,6 +72,13 @@ def decoy_corpus_for(run: MiningRun) -> Corpus | None:
     return None if best is None else Corpus.objects.get(pk=best["corpus_id"])
 
 
+def _fallback(est: dict) -> bool:
+    """Whether an estimate came from the fallback decoys (shuffled target sentences): by its `decoy_source`, or for an
+    estimate stored before that was recorded, by its decoys' description."""
+    source = est.get("decoy_source")
+    return source == "fallback" or (source is None and "words shuffled" in (est.get("decoys") or ""))
+
+
 def _same(a: float | None, b: float | None) -> bool:
     return a is not None and b is not None and abs(a - b) <= 1e-6 * max(1.0, abs(a))
 
@@ -140,7 +147,7 @@ def threshold_statement(run: MiningRun, *, threshold: float | None = None) -> di
     elif ((run.stats or {}).get(RESCORE_KEY) or {}).get("applied"):
         out["reason"] = RESCORED_REASON
         out.update(decoys=est.get("decoys"), decoy_source=est.get("decoy_source"))
-    elif est.get("decoy_source") == "fallback":
+    elif _fallback(est):
         out["reason"] = FALLBACK_REASON.format(lang=run.tgt_lang)
         out.update(decoys=est.get("decoys"), decoy_source="fallback")
     else:

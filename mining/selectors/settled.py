@@ -19,7 +19,6 @@ from django.db.models import Avg, Case, FloatField, Value, When
 from ..core.precision_labels import (
     BANDS,
     BIAS_SD_DISJOINT,
-    BIAS_SD_SHUFFLED,
     BandCounts,
     decoy_variance,
     score_bands,
@@ -28,8 +27,6 @@ from ..core.precision_labels import (
 from ..models import MiningRun, Verdict
 from . import samples
 from .labels import label_model, random_sample_filter
-
-SHUFFLED = "shuffled"  # how the fallback decoys are described, for estimates stored before `decoy_source` was
 
 
 def _labelled(run: MiningRun, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -81,8 +78,9 @@ def settled_statement(run: MiningRun, *, threshold: float, estimate: dict[str, A
         np.bincount(band[inside], minlength=BANDS).astype(np.int64),
         np.bincount(band[inside], weights=good[inside], minlength=BANDS),
     )
+    # `estimate` is a stated one (threshold_statement passes it only then): disjoint decoys, whose bias spread is
+    # BIAS_SD_DISJOINT; figures from the fallback decoys are never stated, so they never serve as a prior.
     prior = prior_var = None
-    bias_sd = BIAS_SD_DISJOINT
     if estimate and estimate.get("precision") is not None and estimate.get("n_decoys"):
         prior = float(estimate["precision"])
         prior_var = decoy_variance(
@@ -91,9 +89,7 @@ def settled_statement(run: MiningRun, *, threshold: float, estimate: dict[str, A
             n_targets=int(estimate["n_targets"]),
             n_decoys=int(estimate["n_decoys"]),
         )
-        fallback = estimate.get("decoy_source") == "fallback" or SHUFFLED in (estimate.get("decoys") or "")
-        bias_sd = BIAS_SD_SHUFFLED if fallback else BIAS_SD_DISJOINT
-    settled = settle_precision(counts, prior_precision=prior, prior_variance=prior_var, bias_sd=bias_sd)
+    settled = settle_precision(counts, prior_precision=prior, prior_variance=prior_var, bias_sd=BIAS_SD_DISJOINT)
     if settled is None:
         return None
     return {**settled.to_dict(), "source_label": f"checked with {settled.n_labels} labels"}

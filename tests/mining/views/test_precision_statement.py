@@ -83,6 +83,8 @@ def test_the_run_page_names_the_decoys_and_how_they_were_chosen(staff_client):
     html = staff_client.get(reverse("run-detail", args=[fallback.pk])).content.decode()
     assert "no precision stated: no other corpus holds fr sentences to draw decoys from" in html
     assert "90.0 %" not in html
+    stored_before = {k: v for k, v in shuffled.items() if k != "decoy_source"}  # recorded before `decoy_source`
+    assert threshold_statement(_run(precision_estimate=stored_before))["precision"] is None
     assert threshold_statement(_run(precision_estimate=ESTIMATE))["decoy_source"] is None  # stored before it existed
 
 
