@@ -204,23 +204,27 @@ def _prepared(
     return s, both
 
 
-def true_posteriors(
-    scores: np.ndarray,
-    mutual: np.ndarray | None = None,
-    *,
-    clip: tuple[float, float] = CLIP_QUANTILES,
-    degenerate: list[bool] | None = None,
-) -> np.ndarray:
-    """Each candidate's expected truth under the mixture fitted to the mutual candidates (module docstring).
+@dataclass(frozen=True)
+class _MixtureFit:
+    """The two bells fitted to the clipped mutual scores: the clip bounds, the true component's weight, each
+    component's mean and standard deviation, and the clipped scores' spread."""
 
-    Args: as in ``default_threshold``; `degenerate`: a list the fit appends to whether a component came out narrower
-    than DEGENERATE_SHARE of the scores' spread (a fit to the clip's point mass).
+    lo: float
+    hi: float
+    w1: float
+    m0: float
+    s0: float
+    m1: float
+    s1: float
+    spread: float
 
-    Returns:
-        (n,) float64 in [0, 1], in the order of ``scores``; 0 for one-sided candidates and non-finite scores, and
-        never lower for a higher score among the mutual ones.
-    """
-    s, both = _prepared(scores, mutual, clip)
+    @property
+    def degenerate(self) -> bool:
+        """A component narrower than DEGENERATE_SHARE of the spread: a fit to the clip's point mass, not a bell."""
+        return min(self.s0, self.s1) < DEGENERATE_SHARE * self.spread
+
+
+def _fit_mixture(s: np.ndarray, both: np.ndarray, clip: tuple[float, float]) -> _MixtureFit:
     fit_on = s[both]
     lo_q, hi_q = clip
     # The top is clipped to a share of the pairs the fit calls true (TRUE_TAIL_CLIP of them), refitted until
@@ -235,19 +239,35 @@ def true_posteriors(
             break
         top = new_top
     logger.debug("mixture: false %.4f +- %.4f, true %.4f +- %.4f (weight %.3f)", m0, s0, m1, s1, w1)
-    spread = float(np.std(np.clip(fit_on, lo, hi)))
-    if degenerate is not None:
-        degenerate.append(min(s0, s1) < DEGENERATE_SHARE * spread)
+    return _MixtureFit(lo, hi, w1, m0, s0, m1, s1, float(np.std(np.clip(fit_on, lo, hi))))
+
+
+def _mixture_posteriors(s: np.ndarray, both: np.ndarray, fit: _MixtureFit) -> np.ndarray:
     order = np.argsort(-np.where(np.isfinite(s), s, -np.inf), kind="stable")
-    x = np.clip(np.where(np.isfinite(s[order]), s[order], lo), lo, hi)
-    p1 = w1 * _normal_pdf(x, m1, s1)
-    p0 = (1 - w1) * _normal_pdf(x, m0, s0)
-    post = np.where(x >= m0, p1 / np.maximum(p0 + p1, 1e-300), 0.0)
+    x = np.clip(np.where(np.isfinite(s[order]), s[order], fit.lo), fit.lo, fit.hi)
+    p1 = fit.w1 * _normal_pdf(x, fit.m1, fit.s1)
+    p0 = (1 - fit.w1) * _normal_pdf(x, fit.m0, fit.s0)
+    post = np.where(x >= fit.m0, p1 / np.maximum(p0 + p1, 1e-300), 0.0)
     # Never lower than the posterior of a lower score (a wide true component would otherwise dip above its mean).
     post = np.maximum.accumulate(post[::-1])[::-1] * both[order]
     out = np.empty_like(post)
     out[order] = post
     return out
+
+
+def true_posteriors(
+    scores: np.ndarray, mutual: np.ndarray | None = None, *, clip: tuple[float, float] = CLIP_QUANTILES
+) -> np.ndarray:
+    """Each candidate's expected truth under the mixture fitted to the mutual candidates (module docstring).
+
+    Args: as in ``default_threshold``.
+
+    Returns:
+        (n,) float64 in [0, 1], in the order of ``scores``; 0 for one-sided candidates and non-finite scores, and
+        never lower for a higher score among the mutual ones.
+    """
+    s, both = _prepared(scores, mutual, clip)
+    return _mixture_posteriors(s, both, _fit_mixture(s, both, clip))
 
 
 def false_mode(scores: np.ndarray) -> float:
@@ -327,13 +347,13 @@ def default_threshold(
     Raises:
         ValueError: fewer than MIN_CANDIDATES finite mutual scores, or arrays of different lengths.
     """
-    degenerate: list[bool] = []
-    post = true_posteriors(scores, mutual, clip=clip, degenerate=degenerate)
-    method = ThresholdMethod.MIXTURE
-    if degenerate and degenerate[0]:
+    s, both = _prepared(scores, mutual, clip)
+    fit = _fit_mixture(s, both, clip)
+    if fit.degenerate:
         post, method = null_posteriors(scores, mutual), ThresholdMethod.FALSE_BELL
         logger.info("label-free threshold: the mixture's fit was degenerate; the false pairs' bell alone is used")
-    s = np.asarray(scores, dtype=np.float64)
+    else:
+        post, method = _mixture_posteriors(s, both, fit), ThresholdMethod.MIXTURE
     order = np.argsort(-np.where(np.isfinite(s), s, -np.inf), kind="stable")
     total_true = max(float(post.sum()), 1.0)
     return _pick(method, s[order], np.cumsum(post[order]), total_true)
