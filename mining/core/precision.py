@@ -70,12 +70,12 @@ class DecoyPlan:
 
 
 # Fitted on all five bench collections (manuals, manuals-repeat, gimp, debref, catalogue x fr, de, es x ratio k = 4 and
-# distance k = 16: 29 cases with an estimate) by bench/precision_estimate.py, 2026-11-28; docs/BENCHMARKS.md
-# "Precision a user can trust" reports the same choice made leave-one-collection-out. Disjoint decoys: of 5 near-copy
-# cuts x 4 ways to count (plain, rank-matched, weighted by decoys.kind_weights, both) x a factor, the weighted count of
-# decoys less near-copies at cosine 0.75 (within 5 points in 28 / 29 in-sample and 28 / 29 left out); r = 0.04 covers
-# 28 / 29 (27 / 29 left out), median interval 10.6 points. Fallback: of shuffled and mutated decoys, shuffled with
-# the rank-matched count; r = 0.8 covers 28 / 29 in-sample (19 / 29 left out), median 44 points: a rough figure.
+# distance k = 16: 30 cases) by bench/precision_estimate.py, 2026-11-28; docs/BENCHMARKS.md "Precision a user can
+# trust" reports the same choice made leave-one-collection-out. Disjoint decoys: of 5 near-copy cuts x 4 ways to count
+# (plain, rank-matched, weighted by decoys.kind_weights, both) x a factor, the weighted count of decoys less near-copies
+# at cosine 0.75 (within 5 points in 29 / 30 in-sample and 29 / 30 left out); r = 0.04 covers 29 / 30 (28 / 30 left
+# out), median interval 10.4 points. Fallback: of shuffled and mutated decoys, shuffled with the rank-matched count;
+# r = 0.8 covers 29 / 30 in-sample (20 / 30 left out), median 44.6 points: too rough to state (selectors.precision).
 PLAN_DISJOINT = DecoyPlan(kind="disjoint", cut=0.75, rank_matched=False, systematic=0.04, weighted=True)
 PLAN_FALLBACK = DecoyPlan(kind="shuffled", cut=None, rank_matched=True, systematic=0.8)
 

@@ -18,8 +18,8 @@ from .thresholds import run_threshold_info, scale_key
 
 PRECISION_KEY = "precision_estimate"  # services.precision.STATS_KEY (selectors do not import services)
 # Decoys made from the target side itself (the fallback) give a figure too rough to state: left out one collection
-# at a time on the bench, it fell within 5 points of the measured precision in 2 of 29 cases and its interval
-# covered it in 19 (docs/BENCHMARKS.md, "Precision a user can trust"). The record keeps it; the statement does not.
+# at a time on the bench, it fell within 5 points of the measured precision in 2 of 30 cases and its interval
+# covered it in 20 (docs/BENCHMARKS.md, "Precision a user can trust"). The record keeps it; the statement does not.
 RESCORE_KEY = "rescore"  # services.rescore.STATS_KEY
 # A run re-scored by the evidence scorer (`rescore` evidence) ranks by log-odds; the decoy estimate's constants were
 # chosen on margin scores and, measured through the app's path (bench/rescore_precision.py), fell within 5 points in
